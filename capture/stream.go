@@ -1,0 +1,33 @@
+package capture
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Stream receives the reassembled bytes of one TCP connection, both
+// directions. It is made of standard types only, so that the Kafka decoder
+// can satisfy it without importing this package.
+//
+// A and B are the two endpoints handed to the NewStreamFunc that created the
+// stream; fromA says which of them sent the bytes. Which side is the Kafka
+// client is for the receiver to decide: capture knows nothing of Kafka.
+type Stream interface {
+	// Data hands the next in-order bytes of one direction. data is owned by
+	// capture and is valid only during the call: copy what must be kept.
+	// Returning false tells capture the connection is of no interest (not
+	// Kafka); capture then stops reassembling it and delivers nothing more
+	// but Close.
+	Data(fromA bool, data []byte, ts time.Time) bool
+	// Gap reports that n bytes of one direction were lost (not in the
+	// capture) before the next Data of that direction; n < 0 if unknown.
+	Gap(fromA bool, n int, ts time.Time)
+	// Close reports the end of the connection: FIN or RST seen, evicted as
+	// idle, or the end of the input. Nothing is delivered after it.
+	Close(ts time.Time)
+}
+
+// NewStreamFunc is called once for every new TCP connection; a is the source
+// endpoint of the first packet seen, b its destination. Returning nil ignores
+// the connection.
+type NewStreamFunc func(a, b netip.AddrPort, ts time.Time) Stream

@@ -1,0 +1,95 @@
+package decode
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Conn identifies one Kafka connection as decode sees it. One ConnInfo is
+// shared by every Exchange of the connection.
+type ConnInfo struct {
+	// ID numbers connections in the order they were first seen, from 1.
+	ID uint64
+	// Client sent the requests; Broker answered them.
+	Client, Broker netip.AddrPort
+	// How the connection was taken as Kafka: "port" (a configured Kafka
+	// port) or "sniff" (its bytes parsed as Kafka request frames).
+	DetectedBy string
+	// FirstSeen is the time of the first byte of the connection decoded.
+	FirstSeen time.Time
+}
+
+// Exchange is one ProduceRequest and, when the capture holds it, its
+// ProduceResponse. decode hands an Exchange to its Sink once it is complete:
+// when the response was decoded, at once for acks=0, or when the capture can
+// no longer show the response (connection closed, bytes lost, a later
+// response seen, end of input).
+type Exchange struct {
+	Conn            *ConnInfo
+	ClientID        *string // nil: null client.id
+	CorrelationID   int32
+	Version         int16 // Produce API version
+	Acks            int16
+	TimeoutMillis   int32
+	TransactionalID *string
+	RequestTime     time.Time // time of the packet completing the request frame
+
+	// Responded is true when the response was decoded; ResponseTime is then
+	// the time of the packet completing the response frame.
+	Responded      bool
+	ResponseTime   time.Time
+	ThrottleMillis int32
+	// NoResponse says why there is no response when Responded is false:
+	// "acks=0", "connection closed", "bytes lost", "later response seen",
+	// "end of capture".
+	NoResponse string
+
+	// Batches holds one entry per record batch (or legacy message set) in
+	// the request, in request order.
+	Batches []Batch
+}
+
+// Batch is one record batch of a ProduceRequest, with its header fields and
+// the broker's answer for its partition. Field names follow kmsg.
+type Batch struct {
+	Topic     string   // empty for Produce v13 unless a Metadata response named TopicID
+	TopicID   [16]byte // zero before Produce v13
+	Partition int32
+
+	// Magic is 2 for a RecordBatch, 0 or 1 for a legacy message set.
+	Magic           int8
+	CRC             uint32 // RecordBatch CRC-32C; for a legacy set, the first message's CRC
+	Attributes      int16
+	LastOffsetDelta int32
+	FirstTimestamp  int64
+	MaxTimestamp    int64
+	ProducerID      int64 // -1: not idempotent
+	ProducerEpoch   int16
+	FirstSequence   int32
+	NumRecords      int32
+	// Length is the batch's size in bytes on the wire.
+	Length int
+	// Hash fingerprints the bytes the CRC covers (attributes to the end for
+	// a RecordBatch; every message from its CRC on for a legacy set), so
+	// equal hashes mean the same batch bytes whatever baseOffset says.
+	Hash uint64
+
+	// Response is the broker's answer for this partition; nil when the
+	// exchange has no response or the response did not name the partition.
+	Response *PartitionResponse
+}
+
+// PartitionResponse is the broker's answer for one partition.
+type PartitionResponse struct {
+	ErrorCode      int16
+	BaseOffset     int64
+	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime (or a dedup hint)
+	LogStartOffset int64 // -1 before v5
+	ErrorMessage   *string
+	RecordErrors   int // count of record_errors (v8+)
+}
+
+// Sink receives complete exchanges. detect's Detector implements it.
+type Sink interface {
+	Produce(x *Exchange)
+}

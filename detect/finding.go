@@ -1,0 +1,106 @@
+package detect
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Verdict says what the log holds of a batch that was sent more than once.
+type Verdict string
+
+const (
+	// Duplicated: two or more attempts were appended at distinct base
+	// offsets, so the log holds the batch more than once.
+	Duplicated Verdict = "duplicated"
+	// Deduplicated: the producer is idempotent and the broker answered a
+	// resend with the original offset and no error (or with
+	// DUPLICATE_SEQUENCE_NUMBER): the log holds the batch once.
+	Deduplicated Verdict = "deduplicated"
+	// Single: exactly one append confirmed, every other attempt rejected.
+	Single Verdict = "single"
+	// Unconfirmed: the capture cannot tell how many copies the log holds.
+	Unconfirmed Verdict = "unconfirmed"
+)
+
+// Cause says why an attempt after the first was sent.
+type Cause string
+
+const (
+	// CauseClientTimeout: sent again before any answer to the earlier
+	// attempt; Attempt.GapMillis approximates the client's request timeout.
+	CauseClientTimeout Cause = "client_timeout"
+	// CauseBrokerError: the earlier attempt was answered with a retriable
+	// error, named in Attempt.CauseError.
+	CauseBrokerError Cause = "broker_error"
+	// CauseNotARetry: the earlier attempt was answered with success and the
+	// same batch was still sent again (an application or client bug, not a
+	// retry).
+	CauseNotARetry Cause = "not_a_retry"
+)
+
+// Match says how the attempts of a finding were recognised as one batch.
+type Match string
+
+const (
+	// MatchBytes: the same bytes under the batch CRC.
+	MatchBytes Match = "bytes"
+	// MatchSequence: the same producer ID, epoch, first sequence and last
+	// offset delta (an idempotent batch rebuilt before the retry).
+	MatchSequence Match = "sequence"
+)
+
+// Finding is one record batch sent more than once on a connection.
+type Finding struct {
+	ConnID    uint64
+	Client    netip.AddrPort
+	Broker    netip.AddrPort
+	ClientID  *string
+	Topic     string
+	TopicID   [16]byte // zero unless the request named the topic by ID (v13)
+	Partition int32
+
+	ProducerID    int64
+	ProducerEpoch int16
+	FirstSequence int32
+	NumRecords    int32
+	BatchCRC      uint32
+	Magic         int8
+	Idempotent    bool
+	Match         Match
+
+	Verdict Verdict
+	// AppendedOffsets are the distinct base offsets at which the responses
+	// show the log holds this batch, ascending.
+	AppendedOffsets []int64
+	// Reason explains the verdict in one sentence.
+	Reason string
+
+	// Attempts in the order they were sent.
+	Attempts []Attempt
+}
+
+// Attempt is one ProduceRequest carrying the finding's batch.
+type Attempt struct {
+	CorrelationID int32
+	Time          time.Time
+	Version       int16
+	Acks          int16
+	TimeoutMillis int32
+	// Response is nil when the capture holds no answer; NoResponse says why.
+	Response   *Response
+	NoResponse string
+	// Cause is empty for the first attempt.
+	Cause      Cause
+	CauseError string  // the error name, for CauseBrokerError
+	GapMillis  float64 // time since the previous attempt was sent; 0 for the first
+}
+
+// Response is the broker's answer to one attempt for the finding's partition.
+type Response struct {
+	Time          time.Time
+	ErrorCode     int16
+	Error         string // "NONE" for 0, else the Kafka error name
+	BaseOffset    int64
+	LogAppendTime int64
+	LatencyMillis float64
+}

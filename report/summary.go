@@ -1,0 +1,52 @@
+package report
+
+import "net/netip"
+
+// Summary holds the counts of one run, filled by the CLI from every stage.
+// It is plain data so that report needs no stage but detect.
+type Summary struct {
+	Files []string
+
+	// Capture stage.
+	Packets        int64
+	Bytes          int64 // captured bytes of all packets
+	TCPConnections int64
+	Gaps           int64 // holes in TCP streams (packets the capture lost)
+	GapBytes       int64
+
+	// Decode stage.
+	KafkaConnections []Connection
+	Frames           int64 // Kafka frames decoded, both directions
+	ProduceRequests  int64
+	ProduceResponses int64
+	Batches          int64
+	Records          int64
+	Malformed        int64 // frames that did not parse
+	Resyncs          int64 // times decoding resumed after losing frame boundaries
+
+	// Detect stage.
+	Findings  int64
+	ByVerdict map[string]int64
+	ByTopic   []TopicCount
+
+	// Errors holds input errors that ended reading early (file and position).
+	Errors []string
+}
+
+// Connection is one TCP connection taken as Kafka.
+type Connection struct {
+	ID              uint64
+	Client, Broker  netip.AddrPort
+	DetectedBy      string // "port" or "sniff"
+	ClientIDs       []string
+	ProduceRequests int64
+}
+
+// TopicCount counts produce traffic and findings per topic.
+type TopicCount struct {
+	Topic      string
+	Batches    int64
+	Records    int64
+	Findings   int64
+	Duplicated int64
+}
