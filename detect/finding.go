@@ -20,6 +20,9 @@ const (
 	Single Verdict = "single"
 	// Unconfirmed: the capture cannot tell how many copies the log holds.
 	Unconfirmed Verdict = "unconfirmed"
+	// Rejected: every attempt was answered with an error that comes before
+	// the append: the log does not hold the batch (lost, not duplicated).
+	Rejected Verdict = "rejected"
 )
 
 // Cause says why an attempt after the first was sent.

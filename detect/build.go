@@ -1,0 +1,157 @@
+package detect
+
+import (
+	"bytes"
+	"cmp"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// finding builds the Finding of a batch sent more than once: attempts in the
+// order they were sent, the cause of each resend, the verdict.
+func (b *batch) finding() Finding {
+	atts := make([]attempt, 0, 1+len(b.more))
+	atts = append(atts, b.first)
+	atts = append(atts, b.more...)
+	slices.SortStableFunc(atts, func(x, y attempt) int {
+		if c := cmp.Compare(x.reqTime, y.reqTime); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.correlationID, y.correlationID)
+	})
+
+	f := Finding{
+		ConnID:        b.conn.ID,
+		Client:        b.conn.Client,
+		Broker:        b.conn.Broker,
+		ClientID:      atts[0].clientID,
+		Topic:         b.topic,
+		TopicID:       b.topicID,
+		Partition:     b.partition,
+		ProducerID:    b.producerID,
+		ProducerEpoch: b.producerEpoch,
+		FirstSequence: b.firstSequence,
+		NumRecords:    b.numRecords,
+		BatchCRC:      atts[0].crc,
+		Magic:         b.magic,
+		Idempotent:    b.idempotent(),
+		Match:         MatchBytes,
+		Attempts:      make([]Attempt, len(atts)),
+	}
+	responses := make([]Response, len(atts))
+	for i := range atts {
+		a := &atts[i]
+		if a.crc != atts[0].crc || a.hash != atts[0].hash {
+			f.Match = MatchSequence
+		}
+		out := &f.Attempts[i]
+		*out = Attempt{
+			CorrelationID: a.correlationID,
+			Time:          fromUnixNano(a.reqTime),
+			Version:       a.version,
+			Acks:          a.acks,
+			TimeoutMillis: a.timeoutMillis,
+		}
+		switch {
+		case a.partResp:
+			responses[i] = Response{
+				Time:          fromUnixNano(a.respTime),
+				ErrorCode:     a.errorCode,
+				Error:         ErrorName(a.errorCode),
+				BaseOffset:    a.baseOffset,
+				LogAppendTime: a.logAppendTime,
+				LatencyMillis: millis(a.respTime - a.reqTime),
+			}
+			out.Response = &responses[i]
+		case a.responded:
+			out.NoResponse = "response did not name the partition"
+		case a.noResponse != "":
+			out.NoResponse = a.noResponse
+		default:
+			out.NoResponse = "not in capture"
+		}
+		if i > 0 {
+			out.Cause, out.CauseError = cause(&atts[i-1], a)
+			out.GapMillis = millis(a.reqTime - atts[i-1].reqTime)
+		}
+	}
+	f.Verdict, f.AppendedOffsets, f.Reason = verdict(atts, f.Idempotent)
+	return f
+}
+
+// cause says why cur was sent, judged against the attempt sent before it.
+func cause(prev, cur *attempt) (Cause, string) {
+	if !prev.responded || prev.respTime > cur.reqTime {
+		return CauseClientTimeout, ""
+	}
+	if !prev.partResp {
+		return CauseBrokerError, "no answer for the partition"
+	}
+	if prev.errorCode == 0 {
+		return CauseNotARetry, ""
+	}
+	return CauseBrokerError, ErrorName(prev.errorCode)
+}
+
+// ErrorName is the Kafka name of an error code: "NONE" for 0, the name kerr
+// knows, or "UNKNOWN_ERROR_<code>" for a code it does not.
+func ErrorName(code int16) string {
+	switch code {
+	case 0:
+		return "NONE"
+	case 6:
+		// kerr keeps the pre-2.7 name NOT_LEADER_OR_FOLLOWER; brokers and
+		// clients log the current one.
+		return "NOT_LEADER_OR_FOLLOWER"
+	}
+	err := kerr.ErrorForCode(code)
+	if err == kerr.UnknownServerError && code != kerr.UnknownServerError.Code {
+		return "UNKNOWN_ERROR_" + strconv.Itoa(int(code))
+	}
+	if ke, ok := err.(*kerr.Error); ok {
+		return ke.Message
+	}
+	return "UNKNOWN_ERROR_" + strconv.Itoa(int(code))
+}
+
+func millis(ns int64) float64 { return float64(ns) / 1e6 }
+
+// compareFindings orders findings by first attempt time, then connection,
+// topic, partition, and the first correlation ID to break any tie.
+func compareFindings(a, b Finding) int {
+	var ta, tb int64
+	var ca, cb int32
+	if len(a.Attempts) > 0 {
+		ta, ca = unixNano(a.Attempts[0].Time), a.Attempts[0].CorrelationID
+	}
+	if len(b.Attempts) > 0 {
+		tb, cb = unixNano(b.Attempts[0].Time), b.Attempts[0].CorrelationID
+	}
+	if c := cmp.Compare(ta, tb); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.ConnID, b.ConnID); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	if c := bytes.Compare(a.TopicID[:], b.TopicID[:]); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Partition, b.Partition); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(ca, cb); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.ProducerID, b.ProducerID); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.FirstSequence, b.FirstSequence); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.BatchCRC, b.BatchCRC)
+}

@@ -1,0 +1,303 @@
+package detect
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/kdupcap/kdupcap/decode"
+)
+
+// Defaults for Options.
+const (
+	DefaultWindow     = 10 * time.Minute
+	DefaultMaxBatches = 1 << 20
+)
+
+// Options configure a Detector. The zero value uses the defaults.
+type Options struct {
+	// Window is how long, in packet time, a batch is remembered after its
+	// last attempt; 0 means DefaultWindow.
+	Window time.Duration
+	// MaxBatches caps the batches remembered at once; beyond it the oldest
+	// is decided early and counted in Stats.Evicted. 0 means
+	// DefaultMaxBatches.
+	MaxBatches int
+	// OnFinding, when set, is called with each finding as soon as it is
+	// decided: when its window has passed, when it is evicted, or at Flush.
+	// The Finding shares its slices with the one Flush returns: read them,
+	// do not modify them.
+	OnFinding func(Finding)
+}
+
+// Detector groups the attempts of each record batch and decides a Finding for
+// every batch sent more than once. Feed it with Produce, end with Flush.
+type Detector struct {
+	opts   Options
+	window int64 // ns
+
+	bySeq   map[seqKey]int32
+	byBytes map[bytesKey]int32
+	slab    slab
+	free    []int32 // unused slots of slab
+	live    int
+	queue   []queued // slots in the order they were last touched
+	head    int      // first unread entry of queue
+	newest  int64    // newest packet time seen, Unix ns; math.MinInt64 before any
+	noConn  decode.ConnInfo
+
+	findings []Finding
+	stats    Stats
+	topics   map[topicKey]*TopicStats
+}
+
+// New returns a Detector with opts, defaults filled in.
+func New(opts Options) *Detector {
+	if opts.Window <= 0 {
+		opts.Window = DefaultWindow
+	}
+	if opts.MaxBatches <= 0 {
+		opts.MaxBatches = DefaultMaxBatches
+	}
+	return &Detector{
+		opts:    opts,
+		window:  int64(opts.Window),
+		bySeq:   make(map[seqKey]int32),
+		byBytes: make(map[bytesKey]int32),
+		newest:  math.MinInt64,
+		stats:   Stats{ByVerdict: make(map[Verdict]int64)},
+		topics:  make(map[topicKey]*TopicStats),
+	}
+}
+
+// Produce takes one complete exchange. Exchanges come in the order they
+// completed, not the order they were sent: a retry answered at once can come
+// before its unanswered first attempt. x is read during the call only.
+func (d *Detector) Produce(x *decode.Exchange) {
+	if x == nil {
+		return
+	}
+	d.stats.Exchanges++
+	conn := x.Conn
+	if conn == nil {
+		conn = &d.noConn
+	}
+	req := unixNano(x.RequestTime)
+	seen := req
+	var resp int64
+	if x.Responded {
+		resp = unixNano(x.ResponseTime)
+		seen = max(seen, resp)
+	}
+	if seen > d.newest {
+		d.newest = seen
+		d.expire()
+	}
+	for i := range x.Batches {
+		bt := &x.Batches[i]
+		at := attempt{
+			reqTime:       req,
+			respTime:      resp,
+			noResponse:    x.NoResponse,
+			clientID:      x.ClientID,
+			correlationID: x.CorrelationID,
+			timeoutMillis: x.TimeoutMillis,
+			version:       x.Version,
+			acks:          x.Acks,
+			hash:          bt.Hash,
+			crc:           bt.CRC,
+			responded:     x.Responded,
+		}
+		if r := bt.Response; r != nil {
+			at.partResp = true
+			at.errorCode = r.ErrorCode
+			at.baseOffset = r.BaseOffset
+			at.logAppendTime = r.LogAppendTime
+		}
+		d.add(conn, bt, &at, seen)
+	}
+}
+
+// add files one attempt of one batch under its batch, remembering a new
+// batch when none matches.
+func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, seen int64) {
+	d.countBatch(bt)
+
+	topic := bt.Topic
+	if bt.TopicID != ([16]byte{}) {
+		topic = ""
+	}
+	var (
+		slot  int32
+		found bool
+		sk    seqKey
+		bk    bytesKey
+	)
+	if bt.ProducerID >= 0 {
+		sk = seqKey{conn: conn.ID, topic: topic, topicID: bt.TopicID, partition: bt.Partition,
+			producerEpoch: bt.ProducerEpoch, firstSequence: bt.FirstSequence,
+			lastOffsetDelta: bt.LastOffsetDelta, producerID: bt.ProducerID}
+		slot, found = d.bySeq[sk]
+	} else {
+		bk = bytesKey{conn: conn.ID, topic: topic, topicID: bt.TopicID, partition: bt.Partition,
+			crc: bt.CRC, hash: bt.Hash}
+		slot, found = d.byBytes[bk]
+	}
+
+	if found {
+		b := d.slab.at(slot)
+		d.stats.Resends++
+		b.more = append(b.more, *at)
+		if b.topic == "" && bt.Topic != "" {
+			b.topic = bt.Topic
+		}
+		b.last = max(b.last, seen)
+		b.gen++
+		d.push(slot, b)
+		return
+	}
+
+	if len(d.free) > 0 {
+		slot = d.free[len(d.free)-1]
+		d.free = d.free[:len(d.free)-1]
+	} else {
+		slot = d.slab.grow()
+	}
+	b := d.slab.at(slot)
+	more := b.more[:0]
+	*b = batch{
+		conn:            conn,
+		clientID:        at.clientID,
+		topic:           bt.Topic,
+		topicID:         bt.TopicID,
+		producerID:      bt.ProducerID,
+		hash:            bt.Hash,
+		last:            seen,
+		partition:       bt.Partition,
+		producerEpoch:   bt.ProducerEpoch,
+		magic:           bt.Magic,
+		firstSequence:   bt.FirstSequence,
+		lastOffsetDelta: bt.LastOffsetDelta,
+		numRecords:      bt.NumRecords,
+		crc:             bt.CRC,
+		gen:             b.gen + 1,
+		live:            true,
+		first:           *at,
+		more:            more,
+	}
+	if bt.ProducerID >= 0 {
+		d.bySeq[sk] = slot
+	} else {
+		d.byBytes[bk] = slot
+	}
+	d.live++
+	d.push(slot, b)
+	for d.live > d.opts.MaxBatches {
+		if !d.evictOldest() {
+			break
+		}
+	}
+}
+
+func (d *Detector) push(slot int32, b *batch) {
+	if d.head > 1024 && d.head > len(d.queue)/2 {
+		n := copy(d.queue, d.queue[d.head:])
+		d.queue = d.queue[:n]
+		d.head = 0
+	}
+	d.queue = append(d.queue, queued{time: b.last, slot: slot, gen: b.gen})
+}
+
+// expire decides the batches whose last attempt is older than the window.
+// The queue is in the order batches were touched, which is close to packet
+// time order; a batch behind a newer one waits for it, never the reverse.
+func (d *Detector) expire() {
+	cutoff := d.newest - d.window
+	for d.head < len(d.queue) {
+		q := d.queue[d.head]
+		b := d.slab.at(q.slot)
+		if !b.live || b.gen != q.gen {
+			d.head++ // stale: the batch was touched again or decided
+			continue
+		}
+		if q.time >= cutoff {
+			return
+		}
+		d.head++
+		d.stats.Expired++
+		d.retire(q.slot, true)
+	}
+}
+
+// evictOldest decides the batch touched least recently, reporting whether
+// there was one.
+func (d *Detector) evictOldest() bool {
+	for d.head < len(d.queue) {
+		q := d.queue[d.head]
+		d.head++
+		b := d.slab.at(q.slot)
+		if !b.live || b.gen != q.gen {
+			continue
+		}
+		d.stats.Evicted++
+		d.retire(q.slot, true)
+		return true
+	}
+	return false
+}
+
+// retire forgets the batch in slot, deciding a finding if it was sent more
+// than once; emit passes the finding to OnFinding at once.
+func (d *Detector) retire(slot int32, emit bool) {
+	b := d.slab.at(slot)
+	if b.idempotent() {
+		delete(d.bySeq, b.seqKey())
+	} else {
+		delete(d.byBytes, b.bytesKey())
+	}
+	if len(b.more) > 0 {
+		f := b.finding()
+		d.record(&f)
+		if emit && d.opts.OnFinding != nil {
+			d.opts.OnFinding(f)
+		}
+	}
+	*b = batch{gen: b.gen + 1, more: b.more[:0]}
+	d.live--
+	d.free = append(d.free, slot)
+}
+
+// record keeps f and counts it.
+func (d *Detector) record(f *Finding) {
+	d.findings = append(d.findings, *f)
+	d.stats.Findings++
+	d.stats.ByVerdict[f.Verdict]++
+	ts := d.topic(f.Topic, f.TopicID)
+	ts.Findings++
+	if f.Verdict == Duplicated {
+		ts.Duplicated++
+	}
+}
+
+// Flush ends the input: it decides every batch still remembered, passes the
+// new findings to OnFinding in order, and returns all the findings of the
+// run sorted by first attempt time, then connection, topic and partition.
+// The Detector is empty afterwards and may be fed again.
+func (d *Detector) Flush() []Finding {
+	start := len(d.findings)
+	for i := range d.slab.n {
+		if d.slab.at(i).live {
+			d.retire(i, false)
+		}
+	}
+	fresh := d.findings[start:]
+	slices.SortFunc(fresh, compareFindings)
+	if d.opts.OnFinding != nil {
+		for _, f := range fresh {
+			d.opts.OnFinding(f)
+		}
+	}
+	d.queue, d.head = d.queue[:0], 0
+	slices.SortStableFunc(d.findings, compareFindings)
+	return slices.Clone(d.findings)
+}

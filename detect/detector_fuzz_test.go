@@ -1,0 +1,106 @@
+package detect
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/kdupcap/kdupcap/decode"
+)
+
+// exchangesFrom turns fuzz bytes into exchanges, 4 bytes each: which batch
+// (of 4 non-idempotent and 4 idempotent, some rebuilt with other bytes), which
+// connection, what answer, and when.
+func exchangesFrom(data []byte) []*decode.Exchange {
+	var xs []*decode.Exchange
+	for i := 0; i+4 <= len(data) && len(xs) < 64; i += 4 {
+		which, connSel, answer, when := data[i], data[i+1], data[i+2], data[i+3]
+		var b decode.Batch
+		if which&4 == 0 {
+			b = plain(uint32(which & 3))
+		} else {
+			b = idem(int32(which&3), uint32(which&3)+uint32(which>>3&1)*100) // bit 3: rebuilt bytes
+		}
+		c := conn1
+		if connSel&1 == 1 {
+			c = conn2
+		}
+		sent := float64(i)*10 + float64(when%8)
+		codes := []int16{0, 7, 20, 46, 6, 45}
+		var x *decode.Exchange
+		if answer&7 == 7 {
+			x = ex(c, int32(i/4), sent, noAnswer, 0, 0, b)
+		} else {
+			off := int64(answer>>3) - 2 // -2 .. 29
+			x = ex(c, int32(i/4), sent, sent+float64(answer>>4)*7, codes[answer&7%6], off, b)
+		}
+		xs = append(xs, x)
+	}
+	return xs
+}
+
+// FuzzOrder checks that findings do not depend on the order exchanges
+// complete in, and that every finding is well formed.
+func FuzzOrder(f *testing.F) {
+	f.Add([]byte{0, 0, 1<<3 | 1, 0, 0, 0, 7, 1})                       // seed a: error 7 then unanswered
+	f.Add([]byte{4, 0, 30<<3 | 1, 0, 4, 0, 30 << 3, 0})                // seed b: idempotent, 7 then 0 at the same offset
+	f.Add([]byte{12, 0, 5<<3 | 1, 0, 4, 0, 5 << 3, 0, 1, 1, 0, 3})     // rebuilt bytes, other connection
+	f.Add([]byte{0, 0, 7, 0, 0, 0, 7, 0, 0, 0, 4 << 3, 0, 0, 1, 2, 0}) // three sends
+	f.Fuzz(func(t *testing.T, data []byte) {
+		xs := exchangesFrom(data)
+		inOrder := New(Options{})
+		for _, x := range xs {
+			inOrder.Produce(x)
+		}
+		want := inOrder.Flush()
+		reversed := New(Options{})
+		for _, x := range slices.Backward(xs) {
+			reversed.Produce(x)
+		}
+		if got := reversed.Flush(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("findings depend on completion order:\n in order %+v\n reversed %+v", want, got)
+		}
+
+		s := inOrder.Stats()
+		var resends, byVerdict int64
+		for _, n := range s.ByVerdict {
+			byVerdict += n
+		}
+		for i, f := range want {
+			resends += int64(len(f.Attempts) - 1)
+			if len(f.Attempts) < 2 {
+				t.Fatalf("finding %d has %d attempts", i, len(f.Attempts))
+			}
+			if i > 0 && compareFindings(want[i-1], f) > 0 {
+				t.Fatalf("findings %d and %d out of order", i-1, i)
+			}
+			if f.AppendedOffsets == nil || !slices.IsSorted(f.AppendedOffsets) ||
+				len(slices.Compact(slices.Clone(f.AppendedOffsets))) != len(f.AppendedOffsets) {
+				t.Fatalf("finding %d appended offsets %v", i, f.AppendedOffsets)
+			}
+			if (f.Verdict == Duplicated) != (len(f.AppendedOffsets) >= 2) {
+				t.Fatalf("finding %d: verdict %s with offsets %v", i, f.Verdict, f.AppendedOffsets)
+			}
+			if f.Verdict == Deduplicated && !f.Idempotent {
+				t.Fatalf("finding %d deduplicated but not idempotent", i)
+			}
+			if f.Reason == "" {
+				t.Fatalf("finding %d has no reason", i)
+			}
+			for k, a := range f.Attempts {
+				if (k == 0) != (a.Cause == "") || (a.Cause == CauseBrokerError) != (a.CauseError != "") {
+					t.Fatalf("finding %d attempt %d: cause %q %q", i, k, a.Cause, a.CauseError)
+				}
+				if k > 0 && (a.Time.Before(f.Attempts[k-1].Time) || a.GapMillis < 0) {
+					t.Fatalf("finding %d attempt %d out of send order", i, k)
+				}
+				if (a.Response == nil) == (a.NoResponse == "") {
+					t.Fatalf("finding %d attempt %d: response %v no_response %q", i, k, a.Response, a.NoResponse)
+				}
+			}
+		}
+		if s.Findings != int64(len(want)) || byVerdict != s.Findings || s.Resends != resends || s.Exchanges != int64(len(xs)) {
+			t.Fatalf("stats %+v for %d findings, %d resends", s, len(want), resends)
+		}
+	})
+}

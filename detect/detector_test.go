@@ -1,0 +1,493 @@
+package detect
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/kdupcap/kdupcap/decode"
+)
+
+type wantAttempt struct {
+	corr       int32
+	cause      Cause
+	causeError string
+	gapMs      float64
+	answered   bool
+}
+
+func TestVerdicts(t *testing.T) {
+	tests := []struct {
+		name      string
+		feed      []*decode.Exchange // in completion order
+		verdict   Verdict
+		offsets   []int64
+		match     Match
+		reason    string
+		attempts  []wantAttempt
+		topic     string
+		partition int32
+	}{
+		{
+			name: "seed non-idempotent: timed out at 112, retry unanswered",
+			feed: []*decode.Exchange{
+				ex(conn1, 27, 0, 5000, 7, 112, plain(0xaabbccdd)),
+				ex(conn1, 28, 5000.5, noAnswer, 0, 0, plain(0xaabbccdd)),
+			},
+			verdict: Unconfirmed, offsets: []int64{112}, match: MatchBytes,
+			reason: "attempt 28 has no response in the capture; producer not idempotent: the log may hold the batch twice",
+			attempts: []wantAttempt{{27, "", "", 0, true},
+				{28, CauseBrokerError, "REQUEST_TIMED_OUT", 5000.5, false}},
+		},
+		{
+			name: "seed idempotent: timed out at 204, retry answered 204",
+			feed: []*decode.Exchange{
+				ex(conn1, 6, 0, 30000, 7, 204, idem(1, 0x11)),
+				ex(conn1, 7, 30001, 30002, 0, 204, idem(1, 0x11)),
+			},
+			verdict: Deduplicated, offsets: []int64{204}, match: MatchBytes,
+			reason: "attempt 7 was answered with no error at offset 204, where attempt 6 was appended: the broker deduplicated the resend of the same sequence",
+			attempts: []wantAttempt{{6, "", "", 0, true},
+				{7, CauseBrokerError, "REQUEST_TIMED_OUT", 30001, true}},
+		},
+		{
+			name: "duplicated: timed out at 10, retry appended at 11",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 100, 7, 10, plain(1)),
+				ex(conn1, 2, 150, 160, 0, 11, plain(1)),
+			},
+			verdict: Duplicated, offsets: []int64{10, 11}, match: MatchBytes,
+			reason: "attempts 1 and 2 were appended at offsets 10 and 11: the log holds the batch twice",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseBrokerError, "REQUEST_TIMED_OUT", 150, true}},
+		},
+		{
+			name: "duplicated: NOT_ENOUGH_REPLICAS_AFTER_APPEND carries an append",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 100, 20, 10, plain(1)),
+				ex(conn1, 2, 150, 160, 0, 12, plain(1)),
+			},
+			verdict: Duplicated, offsets: []int64{10, 12}, match: MatchBytes,
+			reason: "attempts 1 and 2 were appended at offsets 10 and 12: the log holds the batch twice",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseBrokerError, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", 150, true}},
+		},
+		{
+			name: "single: first rejected NOT_LEADER_OR_FOLLOWER",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 2, 6, -1, plain(1)),
+				ex(conn1, 2, 100, 102, 0, 5, plain(1)),
+			},
+			verdict: Single, offsets: []int64{5}, match: MatchBytes,
+			reason: "only attempt 2 was appended (offset 5); attempt 1 was rejected with NOT_LEADER_OR_FOLLOWER: the log holds the batch once",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseBrokerError, "NOT_LEADER_OR_FOLLOWER", 100, true}},
+		},
+		{
+			name: "client timeout, unanswered first attempt completes after its retry",
+			feed: []*decode.Exchange{
+				ex(conn1, 2, 1000, 1001, 0, 7, plain(1)),
+				noResp(ex(conn1, 1, 0, noAnswer, 0, 0, plain(1)), "later response seen"),
+			},
+			verdict: Unconfirmed, offsets: []int64{7}, match: MatchBytes,
+			reason: "attempt 1 has no response in the capture; producer not idempotent: the log may hold the batch twice",
+			attempts: []wantAttempt{{1, "", "", 0, false},
+				{2, CauseClientTimeout, "", 1000, true}},
+		},
+		{
+			name: "client timeout, first answer came after the retry was sent",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 1500, 0, 3, plain(1)),
+				ex(conn1, 2, 1000, 1600, 0, 4, plain(1)),
+			},
+			verdict: Duplicated, offsets: []int64{3, 4}, match: MatchBytes,
+			reason: "attempts 1 and 2 were appended at offsets 3 and 4: the log holds the batch twice",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseClientTimeout, "", 1000, true}},
+		},
+		{
+			name: "not a retry: same bytes sent again after success",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 10, 0, 3, plain(1)),
+				ex(conn1, 2, 100, 110, 0, 4, plain(1)),
+			},
+			verdict: Duplicated, offsets: []int64{3, 4}, match: MatchBytes,
+			reason: "attempts 1 and 2 were appended at offsets 3 and 4: the log holds the batch twice",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseNotARetry, "", 100, true}},
+		},
+		{
+			name: "match by sequence: idempotent batch rebuilt with new bytes",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 100, 7, 20, idem(5, 0x1111)),
+				ex(conn1, 2, 101, 110, 0, 20, idem(5, 0x2222)),
+			},
+			verdict: Deduplicated, offsets: []int64{20}, match: MatchSequence,
+			reason: "attempt 2 was answered with no error at offset 20, where attempt 1 was appended: the broker deduplicated the resend of the same sequence",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseBrokerError, "REQUEST_TIMED_OUT", 101, true}},
+		},
+		{
+			name: "deduplicated: DUPLICATE_SEQUENCE_NUMBER",
+			feed: []*decode.Exchange{
+				noResp(ex(conn1, 1, 0, noAnswer, 0, 0, idem(5, 1)), "later response seen"),
+				ex(conn1, 2, 500, 510, 46, -1, idem(5, 1)),
+			},
+			verdict: Deduplicated, offsets: []int64{}, match: MatchBytes,
+			reason: "attempt 2 was answered DUPLICATE_SEQUENCE_NUMBER: the broker already held this sequence and did not append it again",
+			attempts: []wantAttempt{{1, "", "", 0, false},
+				{2, CauseClientTimeout, "", 500, true}},
+		},
+		{
+			name: "unconfirmed idempotent: first unanswered, retry answered",
+			feed: []*decode.Exchange{
+				ex(conn1, 2, 500, 510, 0, 4, idem(5, 1)),
+				noResp(ex(conn1, 1, 0, noAnswer, 0, 0, idem(5, 1)), "connection closed"),
+			},
+			verdict: Unconfirmed, offsets: []int64{4}, match: MatchBytes,
+			reason: "attempt 1 has no response in the capture; idempotent producer: the broker deduplicates a resend of the same sequence",
+			attempts: []wantAttempt{{1, "", "", 0, false},
+				{2, CauseClientTimeout, "", 500, true}},
+		},
+		{
+			name: "unconfirmed: REQUEST_TIMED_OUT without an offset",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 100, 7, -1, plain(1)),
+				ex(conn1, 2, 101, 110, 0, 9, plain(1)),
+			},
+			verdict: Unconfirmed, offsets: []int64{9}, match: MatchBytes,
+			reason: "attempt 1 was answered REQUEST_TIMED_OUT without a base offset; producer not idempotent: the log may hold the batch twice",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseBrokerError, "REQUEST_TIMED_OUT", 101, true}},
+		},
+		{
+			name: "rejected: every attempt rejected",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 1, 6, -1, plain(1)),
+				ex(conn1, 2, 10, 11, 9999, -1, plain(1)),
+			},
+			verdict: Rejected, offsets: []int64{}, match: MatchBytes,
+			reason: "every attempt was rejected (1: NOT_LEADER_OR_FOLLOWER, 2: UNKNOWN_ERROR_9999): the log does not hold the batch",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseBrokerError, "NOT_LEADER_OR_FOLLOWER", 10, true}},
+		},
+		{
+			name: "unconfirmed: rejected then unanswered holds at most once",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 1, 6, -1, plain(1)),
+				ex(conn1, 2, 10, noAnswer, 0, 0, plain(1)),
+			},
+			verdict: Unconfirmed, offsets: []int64{}, match: MatchBytes,
+			reason: "attempt 2 has no response in the capture; the log holds the batch at most once",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseBrokerError, "NOT_LEADER_OR_FOLLOWER", 10, false}},
+		},
+		{
+			name: "unknown error code as cause",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 1, 9999, -1, plain(1)),
+				ex(conn1, 2, 10, 11, 0, 3, plain(1)),
+			},
+			verdict: Single, offsets: []int64{3}, match: MatchBytes,
+			reason: "only attempt 2 was appended (offset 3); attempt 1 was rejected with UNKNOWN_ERROR_9999: the log holds the batch once",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseBrokerError, "UNKNOWN_ERROR_9999", 10, true}},
+		},
+		{
+			name: "sent three times",
+			feed: []*decode.Exchange{
+				ex(conn1, 2, 1000, 1500, 7, 50, plain(1)),
+				noResp(ex(conn1, 1, 0, noAnswer, 0, 0, plain(1)), "later response seen"),
+				ex(conn1, 3, 2000, 2010, 0, 51, plain(1)),
+			},
+			verdict: Duplicated, offsets: []int64{50, 51}, match: MatchBytes,
+			reason: "attempts 2 and 3 were appended at offsets 50 and 51: the log holds the batch twice",
+			attempts: []wantAttempt{{1, "", "", 0, false},
+				{2, CauseClientTimeout, "", 1000, true},
+				{3, CauseBrokerError, "REQUEST_TIMED_OUT", 1000, true}},
+		},
+		{
+			name: "three appends at three offsets",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 10, 7, 50, plain(1)),
+				ex(conn1, 2, 20, 30, 7, 60, plain(1)),
+				ex(conn1, 3, 40, 50, 0, 70, plain(1)),
+			},
+			verdict: Duplicated, offsets: []int64{50, 60, 70}, match: MatchBytes,
+			reason: "attempts 1, 2 and 3 were appended at offsets 50, 60 and 70: the log holds the batch 3 times",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseBrokerError, "REQUEST_TIMED_OUT", 20, true},
+				{3, CauseBrokerError, "REQUEST_TIMED_OUT", 20, true}},
+		},
+		{
+			name: "same send time: correlation ID breaks the tie",
+			feed: []*decode.Exchange{
+				ex(conn1, 9, 0, noAnswer, 0, 0, plain(1)),
+				ex(conn1, 8, 0, noAnswer, 0, 0, plain(1)),
+			},
+			verdict: Unconfirmed, offsets: []int64{}, match: MatchBytes,
+			reason: "attempts 8 and 9 have no response in the capture; producer not idempotent: the log may hold the batch twice",
+			attempts: []wantAttempt{{8, "", "", 0, false},
+				{9, CauseClientTimeout, "", 0, false}},
+		},
+		{
+			name: "topic by ID, named by a later Metadata",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 100, 7, 10, withID(plain(1), "")),
+				ex(conn1, 2, 150, 160, 0, 11, withID(plain(1), "orders")),
+			},
+			verdict: Duplicated, offsets: []int64{10, 11}, match: MatchBytes, topic: "orders",
+			reason: "attempts 1 and 2 were appended at offsets 10 and 11: the log holds the batch twice",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseBrokerError, "REQUEST_TIMED_OUT", 150, true}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var emitted []Finding
+			d := New(Options{OnFinding: func(f Finding) { emitted = append(emitted, f) }})
+			for _, x := range tt.feed {
+				d.Produce(x)
+			}
+			got := d.Flush()
+			if len(got) != 1 {
+				t.Fatalf("got %d findings, want 1: %+v", len(got), got)
+			}
+			if !reflect.DeepEqual(emitted, got) {
+				t.Errorf("OnFinding got %+v, Flush %+v", emitted, got)
+			}
+			f := got[0]
+			if f.Verdict != tt.verdict {
+				t.Errorf("verdict %q, want %q (reason %q)", f.Verdict, tt.verdict, f.Reason)
+			}
+			if !reflect.DeepEqual(f.AppendedOffsets, tt.offsets) {
+				t.Errorf("appended offsets %v, want %v", f.AppendedOffsets, tt.offsets)
+			}
+			if f.Match != tt.match {
+				t.Errorf("match %q, want %q", f.Match, tt.match)
+			}
+			if f.Reason != tt.reason {
+				t.Errorf("reason\n got %q\nwant %q", f.Reason, tt.reason)
+			}
+			wantTopic := tt.topic
+			if wantTopic == "" {
+				wantTopic = "test"
+			}
+			if f.Topic != wantTopic || f.Partition != tt.partition {
+				t.Errorf("topic %q/%d, want %q/%d", f.Topic, f.Partition, wantTopic, tt.partition)
+			}
+			if len(f.Attempts) != len(tt.attempts) {
+				t.Fatalf("%d attempts, want %d", len(f.Attempts), len(tt.attempts))
+			}
+			for i, w := range tt.attempts {
+				a := f.Attempts[i]
+				if a.CorrelationID != w.corr || a.Cause != w.cause || a.CauseError != w.causeError ||
+					a.GapMillis != w.gapMs || (a.Response != nil) != w.answered {
+					t.Errorf("attempt %d = {corr %d cause %q %q gap %v answered %v}, want %+v",
+						i, a.CorrelationID, a.Cause, a.CauseError, a.GapMillis, a.Response != nil, w)
+				}
+				if a.Response == nil && a.NoResponse == "" {
+					t.Errorf("attempt %d: no response and no reason", i)
+				}
+				if i > 0 && a.Time.Before(f.Attempts[i-1].Time) {
+					t.Errorf("attempt %d sent before attempt %d", i, i-1)
+				}
+			}
+		})
+	}
+}
+
+func withID(b decode.Batch, name string) decode.Batch {
+	b.Topic = name
+	b.TopicID = [16]byte{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	return b
+}
+
+func TestFindingFields(t *testing.T) {
+	d := New(Options{})
+	b1 := idem(1, 0x1111)
+	b1.ProducerEpoch = 3
+	b1.ProducerID = 42
+	b2 := b1
+	b2.CRC, b2.Hash = 0x2222, 99
+	d.Produce(ex(conn1, 6, 0, 30000, 7, 204, b1))
+	d.Produce(ex(conn1, 7, 30001, 30003.5, 0, 204, b2))
+	got := d.Flush()
+	if len(got) != 1 {
+		t.Fatalf("got %d findings", len(got))
+	}
+	f := got[0]
+	if f.ConnID != 1 || f.Client != conn1.Client || f.Broker != conn1.Broker || f.ClientID == nil || *f.ClientID != "rdkafka" ||
+		f.ProducerID != 42 || f.ProducerEpoch != 3 || f.FirstSequence != 1 || f.NumRecords != 1 ||
+		f.BatchCRC != 0x1111 || f.Magic != 2 || !f.Idempotent || f.Match != MatchSequence {
+		t.Errorf("finding fields: %+v", f)
+	}
+	a := f.Attempts[1]
+	if a.Version != 7 || a.Acks != -1 || a.TimeoutMillis != 5000 || !a.Time.Equal(ms(30001)) {
+		t.Errorf("attempt fields: %+v", a)
+	}
+	r := a.Response
+	if r == nil || r.Error != "NONE" || r.ErrorCode != 0 || r.BaseOffset != 204 || r.LogAppendTime != -1 ||
+		r.LatencyMillis != 2.5 || !r.Time.Equal(ms(30003.5)) {
+		t.Errorf("response: %+v", r)
+	}
+	if e := f.Attempts[0].Response.Error; e != "REQUEST_TIMED_OUT" {
+		t.Errorf("first response error %q", e)
+	}
+}
+
+func TestNotGrouped(t *testing.T) {
+	b := plain(1)
+	other := plain(2)
+	otherEpoch := idem(1, 5)
+	otherEpoch.ProducerEpoch = 1
+	otherTopic := plain(1)
+	otherTopic.Topic = "other"
+	tests := []struct {
+		name string
+		feed []*decode.Exchange
+	}{
+		{"different connections", []*decode.Exchange{
+			ex(conn1, 1, 0, 10, 0, 1, b), ex(conn2, 1, 20, 30, 0, 2, b)}},
+		{"different partitions", []*decode.Exchange{
+			ex(conn1, 1, 0, 10, 0, 1, b), ex(conn1, 2, 20, 30, 0, 2, part(b, 1))}},
+		{"different topics", []*decode.Exchange{
+			ex(conn1, 1, 0, 10, 0, 1, b), ex(conn1, 2, 20, 30, 0, 2, otherTopic)}},
+		{"non-idempotent, different bytes", []*decode.Exchange{
+			ex(conn1, 1, 0, 10, 0, 1, b), ex(conn1, 2, 20, 30, 0, 2, other)}},
+		{"idempotent, different epoch", []*decode.Exchange{
+			ex(conn1, 1, 0, 10, 0, 1, idem(1, 5)), ex(conn1, 2, 20, 30, 0, 2, otherEpoch)}},
+		{"idempotent, next sequence", []*decode.Exchange{
+			ex(conn1, 1, 0, 10, 0, 1, idem(1, 5)), ex(conn1, 2, 20, 30, 0, 2, idem(2, 6))}},
+		{"one request, two partitions", []*decode.Exchange{
+			ex(conn1, 1, 0, 10, 0, 1, b, part(b, 1))}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := New(Options{})
+			for _, x := range tt.feed {
+				d.Produce(x)
+			}
+			if got := d.Flush(); len(got) != 0 {
+				t.Errorf("got %d findings, want none: %+v", len(got), got)
+			}
+			if s := d.Stats(); s.Resends != 0 || s.Findings != 0 {
+				t.Errorf("stats %+v", s)
+			}
+		})
+	}
+}
+
+func TestWindow(t *testing.T) {
+	var emitted []Finding
+	d := New(Options{Window: time.Minute, OnFinding: func(f Finding) { emitted = append(emitted, f) }})
+	d.Produce(ex(conn1, 1, 0, 10, 7, 5, plain(1)))  // batch 1, sent twice
+	d.Produce(ex(conn1, 2, 20, 30, 0, 6, plain(1))) //
+	d.Produce(ex(conn1, 3, 40, 50, 0, 7, plain(2))) // batch 2, once for now
+	if len(emitted) != 0 {
+		t.Fatalf("emitted %d findings before the window passed", len(emitted))
+	}
+	// A minute and more later: both batches are forgotten, batch 1 decided.
+	d.Produce(ex(conn1, 4, 61000, 61010, 0, 8, plain(3)))
+	if len(emitted) != 1 || emitted[0].Verdict != Duplicated {
+		t.Fatalf("after the window: emitted %+v", emitted)
+	}
+	// A resend of batch 2 now is no longer grouped with its first send.
+	d.Produce(ex(conn1, 5, 61020, 61030, 0, 9, plain(2)))
+	got := d.Flush()
+	if len(got) != 1 || len(emitted) != 1 {
+		t.Errorf("Flush gave %d findings, emitted %d; want 1, 1", len(got), len(emitted))
+	}
+	s := d.Stats()
+	if s.Expired != 2 || s.Evicted != 0 || s.Resends != 1 {
+		t.Errorf("stats: expired %d evicted %d resends %d, want 2 0 1", s.Expired, s.Evicted, s.Resends)
+	}
+}
+
+func TestWindowKeepsTouchedBatch(t *testing.T) {
+	// A batch touched again is remembered a window after its last attempt.
+	d := New(Options{Window: time.Minute})
+	d.Produce(ex(conn1, 1, 0, 10, 7, 5, plain(1)))
+	d.Produce(ex(conn1, 2, 50000, 50010, 7, 6, plain(1)))
+	d.Produce(ex(conn1, 3, 70000, 70010, 0, 7, plain(9))) // 70 s after the first
+	d.Produce(ex(conn1, 4, 100000, 100010, 0, 8, plain(1)))
+	got := d.Flush()
+	if len(got) != 1 || len(got[0].Attempts) != 3 {
+		t.Fatalf("got %+v, want one finding of 3 attempts", got)
+	}
+}
+
+func TestMaxBatches(t *testing.T) {
+	d := New(Options{MaxBatches: 2})
+	d.Produce(ex(conn1, 1, 0, 1, 0, 1, plain(1)))
+	d.Produce(ex(conn1, 2, 10, 11, 0, 2, plain(2)))
+	d.Produce(ex(conn1, 3, 20, 21, 0, 3, plain(3))) // evicts batch 1
+	d.Produce(ex(conn1, 4, 30, 31, 0, 4, plain(1))) // evicts batch 2
+	d.Produce(ex(conn1, 5, 40, 41, 0, 5, plain(3))) // grouped with 3
+	got := d.Flush()
+	if len(got) != 1 || got[0].Attempts[0].CorrelationID != 3 {
+		t.Fatalf("got %+v, want the finding of batch 3", got)
+	}
+	if s := d.Stats(); s.Evicted != 2 {
+		t.Errorf("evicted %d, want 2", s.Evicted)
+	}
+}
+
+func TestFlushOrderAndStats(t *testing.T) {
+	var emitted []int32
+	d := New(Options{OnFinding: func(f Finding) { emitted = append(emitted, f.Attempts[0].CorrelationID) }})
+	// Three findings, fed out of order: conn2 at t=0, conn1 at t=0, conn1 at t=-5ms.
+	d.Produce(ex(conn2, 10, 0, 1, 0, 1, plain(1)))
+	d.Produce(ex(conn2, 11, 5, 6, 0, 2, plain(1)))
+	d.Produce(ex(conn1, 20, 0, 1, 7, 1, part(plain(1), 3)))
+	d.Produce(ex(conn1, 21, 5, 6, 0, 2, part(plain(1), 3)))
+	d.Produce(ex(conn1, 30, -5, 1, 7, 9, idem(1, 7), part(plain(4), 1)))
+	d.Produce(ex(conn1, 31, 5, 6, 0, 9, idem(1, 7)))
+	d.Produce(&decode.Exchange{}) // no connection, no batch: counted, harmless
+	d.Produce(nil)
+	got := d.Flush()
+	var order []int32
+	for _, f := range got {
+		order = append(order, f.Attempts[0].CorrelationID)
+	}
+	if want := []int32{30, 20, 10}; !reflect.DeepEqual(order, want) || !reflect.DeepEqual(emitted, want) {
+		t.Errorf("order %v, emitted %v, want %v", order, emitted, want)
+	}
+	s := d.Stats()
+	want := Stats{
+		Exchanges: 7, Batches: 7, Records: 52, Resends: 3, Findings: 3,
+		ByVerdict: map[Verdict]int64{Duplicated: 2, Deduplicated: 1},
+		Topics:    []TopicStats{{Topic: "test", Batches: 7, Records: 52, Findings: 3, Duplicated: 2}},
+	}
+	if !reflect.DeepEqual(s, want) {
+		t.Errorf("stats\n got %+v\nwant %+v", s, want)
+	}
+	// Flush again: the same findings, nothing new.
+	if again := d.Flush(); !reflect.DeepEqual(again, got) || len(emitted) != 3 {
+		t.Errorf("second Flush changed the findings or emitted again")
+	}
+}
+
+func TestTopicIDStats(t *testing.T) {
+	d := New(Options{})
+	d.Produce(ex(conn1, 1, 0, 1, 0, 1, withID(plain(1), "")))
+	d.Produce(ex(conn1, 2, 5, 6, 0, 2, withID(plain(2), "orders")))
+	s := d.Stats()
+	if len(s.Topics) != 1 || s.Topics[0].Topic != "orders" || s.Topics[0].Batches != 2 {
+		t.Errorf("topics %+v", s.Topics)
+	}
+	d = New(Options{})
+	d.Produce(ex(conn1, 1, 0, 1, 0, 1, withID(plain(1), "")))
+	if got := d.Stats().Topics[0].Topic; got != "deadbeef-0102-0304-0506-0708090a0b0c" {
+		t.Errorf("unnamed topic %q", got)
+	}
+}
+
+func TestErrorName(t *testing.T) {
+	for code, want := range map[int16]string{0: "NONE", -1: "UNKNOWN_SERVER_ERROR", 7: "REQUEST_TIMED_OUT",
+		20: "NOT_ENOUGH_REPLICAS_AFTER_APPEND", 46: "DUPLICATE_SEQUENCE_NUMBER", 9999: "UNKNOWN_ERROR_9999", -7: "UNKNOWN_ERROR_-7"} {
+		if got := ErrorName(code); got != want {
+			t.Errorf("ErrorName(%d) = %q, want %q", code, got, want)
+		}
+	}
+}

@@ -1,0 +1,41 @@
+// Package detect finds record batches that a Kafka producer sent more than
+// once, and says what the broker's answers show the log holds of each.
+//
+// # Place in the flow
+//
+// capture -> decode -> detect -> report. detect takes complete produce
+// exchanges (decode.Exchange, handed to Detector.Produce, which satisfies
+// decode.Sink) and gives Findings: one per batch sent more than once on a
+// connection, with every attempt, the cause of each resend and a Verdict.
+// It imports decode for the Exchange type only; it must never import capture
+// (packets) or report (output), and it never sees Kafka bytes.
+//
+// # Grouping
+//
+// Two attempts carry the same batch when they were sent on the same
+// connection to the same topic-partition (the topic ID when the request named
+// one, else the name) and either have the same bytes under the batch CRC
+// (decode.Batch.Hash and CRC equal: Match "bytes"), or, for an idempotent
+// producer (ProducerID >= 0), the same producer ID, epoch, first sequence and
+// last offset delta (Match "sequence" when the bytes differ: librdkafka
+// rebuilds a batch before a retry). A non-idempotent retry whose bytes were
+// rebuilt cannot be told from new data and is not grouped.
+//
+// # Ownership and state
+//
+// Produce reads the Exchange during the call and keeps none of it but the
+// *decode.ConnInfo and client.id pointers and the topic string, which decode
+// never changes after handing them over. Each batch is remembered until
+// Options.Window of packet time has passed after its last attempt (packet
+// time, never wall-clock time: the newest request or response time seen in
+// any exchange), and at most Options.MaxBatches batches are remembered; the
+// oldest is decided early beyond that and counted in Stats.Evicted. A batch
+// whose attempts arrive further apart than Window is therefore not grouped.
+//
+// # Bad input
+//
+// detect trusts decode's types but not their plausibility: a nil connection,
+// missing partition responses, unknown error codes and out-of-order times
+// are all taken as they come; nothing in an Exchange makes it panic. A
+// Detector is not safe for concurrent use.
+package detect

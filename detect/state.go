@@ -1,0 +1,144 @@
+package detect
+
+import (
+	"time"
+
+	"github.com/kdupcap/kdupcap/decode"
+)
+
+// bytesKey finds a batch by its bytes; seqKey finds an idempotent batch by
+// its sequence span. Both hold the topic ID when it is set, else the name.
+type bytesKey struct {
+	conn      uint64
+	topic     string
+	topicID   [16]byte
+	partition int32
+	crc       uint32
+	hash      uint64
+}
+
+type seqKey struct {
+	conn            uint64
+	topic           string
+	topicID         [16]byte
+	partition       int32
+	producerEpoch   int16
+	firstSequence   int32
+	lastOffsetDelta int32
+	producerID      int64
+}
+
+// attempt is what an Attempt needs of one exchange, kept small: times are
+// Unix nanoseconds, and nothing of the exchange is copied but its fields.
+type attempt struct {
+	reqTime       int64
+	respTime      int64 // of the exchange's response, when responded
+	baseOffset    int64
+	logAppendTime int64
+	noResponse    string
+	clientID      *string
+	correlationID int32
+	timeoutMillis int32
+	version       int16
+	acks          int16
+	errorCode     int16
+	hash          uint64 // of this attempt's bytes: an idempotent resend may differ
+	crc           uint32
+	responded     bool // the exchange has a response
+	partResp      bool // the response named this partition
+}
+
+// batch is one remembered record batch: its header fields once, and its
+// attempts. Most batches are sent once, so the first attempt is held inline
+// and more is allocated only for a resend.
+type batch struct {
+	conn     *decode.ConnInfo
+	clientID *string
+	topic    string
+	topicID  [16]byte
+
+	producerID      int64
+	hash            uint64
+	last            int64 // packet time of the newest attempt, Unix ns
+	partition       int32
+	producerEpoch   int16
+	magic           int8
+	firstSequence   int32
+	lastOffsetDelta int32
+	numRecords      int32
+	crc             uint32
+	gen             uint32 // bumped when the slot is reused or touched
+	live            bool
+
+	first attempt
+	more  []attempt
+}
+
+func (b *batch) idempotent() bool { return b.producerID >= 0 }
+
+func (b *batch) keyTopic() string {
+	if b.topicID != ([16]byte{}) {
+		return ""
+	}
+	return b.topic
+}
+
+func (b *batch) bytesKey() bytesKey {
+	return bytesKey{conn: b.conn.ID, topic: b.keyTopic(), topicID: b.topicID,
+		partition: b.partition, crc: b.crc, hash: b.hash}
+}
+
+func (b *batch) seqKey() seqKey {
+	return seqKey{conn: b.conn.ID, topic: b.keyTopic(), topicID: b.topicID,
+		partition: b.partition, producerEpoch: b.producerEpoch,
+		firstSequence: b.firstSequence, lastOffsetDelta: b.lastOffsetDelta,
+		producerID: b.producerID}
+}
+
+// queued is an entry of the age queue: slot was touched at time when its
+// generation was gen. Entries whose gen no longer matches are stale.
+type queued struct {
+	time int64
+	slot int32
+	gen  uint32
+}
+
+// unixNano converts a packet time; the zero time stays 0.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// slab holds the remembered batches in chunks of 1<<chunkBits, so that
+// growing it never copies more than one chunk (a million batches is common);
+// the last chunk grows as needed, so a small run stays small.
+type slab struct {
+	chunks [][]batch
+	n      int32 // slots handed out
+}
+
+const chunkBits = 12
+
+func (s *slab) at(slot int32) *batch {
+	return &s.chunks[slot>>chunkBits][slot&(1<<chunkBits-1)]
+}
+
+// grow hands out a new slot.
+func (s *slab) grow() int32 {
+	k := int(s.n >> chunkBits)
+	if k == len(s.chunks) {
+		s.chunks = append(s.chunks, make([]batch, 0, 64))
+	}
+	s.chunks[k] = append(s.chunks[k], batch{})
+	s.n++
+	return s.n - 1
+}

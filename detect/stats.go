@@ -1,0 +1,104 @@
+package detect
+
+import (
+	"cmp"
+	"encoding/hex"
+	"maps"
+	"slices"
+
+	"github.com/kdupcap/kdupcap/decode"
+)
+
+// Stats counts what a Detector saw.
+type Stats struct {
+	Exchanges int64 // exchanges handed to Produce
+	Batches   int64 // batches in them, resends included
+	Records   int64 // sum of their NumRecords
+	Resends   int64 // attempts after the first of a batch
+	Findings  int64
+	ByVerdict map[Verdict]int64
+	// Evicted counts batches decided early because MaxBatches was reached;
+	// a later resend of one of them is not grouped with it.
+	Evicted int64
+	// Expired counts batches forgotten because Window passed after their
+	// last attempt.
+	Expired int64
+	// Topics holds the per-topic counts, sorted by Topic.
+	Topics []TopicStats
+}
+
+// TopicStats counts one topic.
+type TopicStats struct {
+	// Topic is the name, or the topic ID in UUID form when no name is known.
+	Topic      string
+	TopicID    [16]byte // zero unless requests named the topic by ID
+	Batches    int64
+	Records    int64
+	Findings   int64
+	Duplicated int64 // findings with verdict duplicated
+}
+
+// topicKey names a topic by ID when it has one, else by name.
+type topicKey struct {
+	name string
+	id   [16]byte
+}
+
+// Stats returns a copy of the counts so far.
+func (d *Detector) Stats() Stats {
+	s := d.stats
+	s.ByVerdict = maps.Clone(d.stats.ByVerdict)
+	s.Topics = make([]TopicStats, 0, len(d.topics))
+	for _, t := range d.topics {
+		s.Topics = append(s.Topics, *t)
+	}
+	slices.SortFunc(s.Topics, func(a, b TopicStats) int {
+		if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return slices.Compare(a.TopicID[:], b.TopicID[:])
+	})
+	return s
+}
+
+func (d *Detector) countBatch(bt *decode.Batch) {
+	d.stats.Batches++
+	d.stats.Records += int64(bt.NumRecords)
+	t := d.topic(bt.Topic, bt.TopicID)
+	t.Batches++
+	t.Records += int64(bt.NumRecords)
+}
+
+// topic returns the counts of a topic, adding them when new.
+func (d *Detector) topic(name string, id [16]byte) *TopicStats {
+	k := topicKey{name: name, id: id}
+	if id != ([16]byte{}) {
+		k.name = ""
+	}
+	t := d.topics[k]
+	if t == nil {
+		t = &TopicStats{Topic: name, TopicID: id}
+		if name == "" && id != ([16]byte{}) {
+			t.Topic = uuidString(id)
+		}
+		d.topics[k] = t
+	} else if name != "" && t.Topic != name {
+		t.Topic = name // a Metadata response named the ID since
+	}
+	return t
+}
+
+// uuidString formats a topic ID as 8-4-4-4-12 hex digits.
+func uuidString(id [16]byte) string {
+	var b [36]byte
+	hex.Encode(b[0:8], id[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], id[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], id[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], id[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], id[10:])
+	return string(b[:])
+}

@@ -1,0 +1,203 @@
+package detect
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Error codes that decide what an answer says about the log.
+const (
+	errRequestTimedOut              = 7
+	errNotEnoughReplicasAfterAppend = 20
+	errDuplicateSequenceNumber      = 46
+)
+
+// outcome is what one answer shows of the log.
+type outcome uint8
+
+const (
+	outUnknown  outcome = iota // no answer, or an answer that cannot tell
+	outAppended                // the leader appended the batch at baseOffset
+	outDedup                   // DUPLICATE_SEQUENCE_NUMBER: already in the log
+	outRejected                // an error before the append
+)
+
+// classify says what the answer to a shows. NONE, and REQUEST_TIMED_OUT or
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND carrying an offset, mean appended (the
+// leader appends before it waits for replication).
+func classify(a *attempt) outcome {
+	if !a.partResp {
+		return outUnknown
+	}
+	switch a.errorCode {
+	case 0, errRequestTimedOut, errNotEnoughReplicasAfterAppend:
+		if a.baseOffset >= 0 {
+			return outAppended
+		}
+		return outUnknown
+	case errDuplicateSequenceNumber:
+		return outDedup
+	}
+	return outRejected
+}
+
+// verdict decides what the log holds of a batch from its attempts, sorted in
+// send order, and explains it in one sentence.
+func verdict(atts []attempt, idempotent bool) (Verdict, []int64, string) {
+	outs := make([]outcome, len(atts))
+	offsets := []int64{}
+	var appended, unknown, rejected []int
+	for i := range atts {
+		outs[i] = classify(&atts[i])
+		switch outs[i] {
+		case outAppended:
+			appended = append(appended, i)
+			if !slices.Contains(offsets, atts[i].baseOffset) {
+				offsets = append(offsets, atts[i].baseOffset)
+			}
+		case outUnknown:
+			unknown = append(unknown, i)
+		case outRejected:
+			rejected = append(rejected, i)
+		}
+	}
+	slices.Sort(offsets)
+
+	if len(offsets) >= 2 {
+		return Duplicated, offsets, attemptList(atts, appended) + " were appended at offsets " +
+			joinInts(offsets) + ": the log holds the batch " + times(len(offsets))
+	}
+
+	if idempotent {
+		for j := range atts {
+			if outs[j] == outDedup {
+				return Deduplicated, offsets, "attempt " + corr(&atts[j]) +
+					" was answered DUPLICATE_SEQUENCE_NUMBER: the broker already held this sequence and did not append it again"
+			}
+			if outs[j] != outAppended || atts[j].errorCode != 0 {
+				continue
+			}
+			for i := range j {
+				if outs[i] == outAppended && atts[i].baseOffset == atts[j].baseOffset {
+					return Deduplicated, offsets, "attempt " + corr(&atts[j]) +
+						" was answered with no error at offset " + strconv.FormatInt(atts[j].baseOffset, 10) +
+						", where attempt " + corr(&atts[i]) +
+						" was appended: the broker deduplicated the resend of the same sequence"
+				}
+			}
+		}
+	}
+
+	if len(appended) == 1 && len(rejected) == len(atts)-1 {
+		return Single, offsets, "only attempt " + corr(&atts[appended[0]]) + " was appended (offset " +
+			strconv.FormatInt(offsets[0], 10) + "); " + rejections(atts, rejected) + ": the log holds the batch once"
+	}
+
+	var b strings.Builder
+	most := len(offsets) + len(unknown) // copies the log may hold
+	switch {
+	case len(unknown) > 0:
+		b.WriteString(unknowns(atts, unknown))
+	case len(appended) == 0 && len(rejected) == len(atts):
+		b.WriteString("every attempt was rejected (")
+		b.WriteString(rejectionCodes(atts, rejected))
+		b.WriteString("): the log does not hold the batch")
+		return Rejected, offsets, b.String()
+	case len(appended) >= 2:
+		b.WriteString(attemptList(atts, appended))
+		b.WriteString(" were answered at the same offset ")
+		b.WriteString(strconv.FormatInt(offsets[0], 10))
+		b.WriteString(", which does not show whether the broker appended the batch again")
+		most = len(appended) + len(unknown)
+	default:
+		b.WriteString("the answers do not show how many times the batch was appended")
+	}
+	switch {
+	case most <= 1:
+		b.WriteString("; the log holds the batch at most once")
+	case idempotent:
+		b.WriteString("; idempotent producer: the broker deduplicates a resend of the same sequence")
+	default:
+		b.WriteString("; producer not idempotent: the log may hold the batch " + times(most))
+	}
+	return Unconfirmed, offsets, b.String()
+}
+
+// unknowns describes the attempts whose answers cannot tell.
+func unknowns(atts []attempt, idx []int) string {
+	var silent []int
+	var parts []string
+	for _, i := range idx {
+		a := &atts[i]
+		switch {
+		case !a.responded:
+			silent = append(silent, i)
+		case !a.partResp:
+			parts = append(parts, "the response to attempt "+corr(a)+" did not name the partition")
+		default:
+			parts = append(parts, "attempt "+corr(a)+" was answered "+ErrorName(a.errorCode)+" without a base offset")
+		}
+	}
+	switch len(silent) {
+	case 0:
+	case 1:
+		parts = append([]string{"attempt " + corr(&atts[silent[0]]) + " has no response in the capture"}, parts...)
+	default:
+		parts = append([]string{attemptList(atts, silent) + " have no response in the capture"}, parts...)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// rejections names the rejected attempts and their errors.
+func rejections(atts []attempt, idx []int) string {
+	if len(idx) == 1 {
+		a := &atts[idx[0]]
+		return "attempt " + corr(a) + " was rejected with " + ErrorName(a.errorCode)
+	}
+	return "the others were rejected (" + rejectionCodes(atts, idx) + ")"
+}
+
+func rejectionCodes(atts []attempt, idx []int) string {
+	parts := make([]string, len(idx))
+	for k, i := range idx {
+		parts[k] = corr(&atts[i]) + ": " + ErrorName(atts[i].errorCode)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// attemptList is "attempts 6 and 7" or "attempts 6, 7 and 8".
+func attemptList(atts []attempt, idx []int) string {
+	ids := make([]string, len(idx))
+	for k, i := range idx {
+		ids[k] = corr(&atts[i])
+	}
+	return "attempts " + joinAnd(ids)
+}
+
+func joinInts(v []int64) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.FormatInt(n, 10)
+	}
+	return joinAnd(s)
+}
+
+func joinAnd(s []string) string {
+	if len(s) <= 1 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+func corr(a *attempt) string { return strconv.Itoa(int(a.correlationID)) }
+
+func times(n int) string {
+	switch n {
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return strconv.Itoa(n) + " times"
+}

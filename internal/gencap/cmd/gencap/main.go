@@ -1,0 +1,124 @@
+// Command gencap writes a synthetic Kafka produce capture and its manifest
+// (FILE.manifest.json, the expected findings) for kdupcap's benchmarks.
+//
+//	gencap -o bench.pcap -size 100MB -mtu 65535 -seed 1
+//
+// It prints the manifest's path.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/kdupcap/kdupcap/internal/gencap"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the command with its arguments and output streams; it returns the
+// exit code: 0 done, 2 usage, 1 failure.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gencap", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := gencap.DefaultConfig()
+	out := fs.String("o", "", "capture file to write (required)")
+	size := fs.String("size", "100MB", "target file size: bytes or with a B, KB, MB, GB suffix (powers of 1024)")
+	mtu := fs.Int("mtu", def.MTU, "65535 (loopback style) or 1500 (Ethernet style)")
+	seed := fs.Int64("seed", def.Seed, "seed; the same flags give the same file")
+	conns := fs.Int("conns", def.Conns, "client connections open at once")
+	brokers := fs.Int("brokers", def.Brokers, "brokers")
+	resend := fs.Int("resend-every", def.ResendEvery, "every N-th batch is resent (negative: never)")
+	retransmit := fs.Int("retransmit-every", def.RetransmitEvery, "every N-th data segment is written twice (negative: never)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *out == "" || fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "gencap: usage: gencap -o FILE [-size 100MB] [-mtu 65535|1500] [-seed N]")
+		return 2
+	}
+	target, err := parseSize(*size)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	cfg := gencap.Config{
+		TargetBytes: target, MTU: *mtu, Seed: *seed, Conns: *conns, Brokers: *brokers,
+		ResendEvery: *resend, RetransmitEvery: *retransmit,
+	}
+	path, err := write(*out, cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprintln(stdout, path)
+	return 0
+}
+
+// write generates the capture at out and its manifest next to it, and
+// returns the manifest's path. The capture is written to a temporary file
+// renamed to out once complete, so a failure leaves no partial capture
+// and an existing out untouched.
+func write(out string, cfg gencap.Config) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".tmp*")
+	if err != nil {
+		return "", fmt.Errorf("gencap: %w", err)
+	}
+	err = f.Chmod(0o644) // CreateTemp makes it 0600
+	var m *gencap.Manifest
+	if err == nil {
+		m, err = gencap.Generate(f, cfg)
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("gencap: close %s: %w", f.Name(), cerr)
+	}
+	if err == nil {
+		if rerr := os.Rename(f.Name(), out); rerr != nil {
+			err = fmt.Errorf("gencap: %w", rerr)
+		}
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	path := gencap.ManifestPath(out)
+	mf, err := os.Create(path)
+	if err != nil {
+		return "", fmt.Errorf("gencap: %w", err)
+	}
+	err = m.WriteJSON(mf)
+	if cerr := mf.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("gencap: close %s: %w", path, cerr)
+	}
+	return path, err
+}
+
+// parseSize reads "100MB", "64KB", "1GB", "123B" or "123".
+func parseSize(s string) (int64, error) {
+	u := strings.ToUpper(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, suf := range []struct {
+		name string
+		mult int64
+	}{{"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(u, suf.name) {
+			u, mult = strings.TrimSuffix(u, suf.name), suf.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(u), 10, 64)
+	if err != nil || n <= 0 || n > (1<<50)/mult {
+		return 0, fmt.Errorf("gencap: size %q is not a positive size like 100MB", s)
+	}
+	return n * mult, nil
+}

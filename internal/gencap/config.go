@@ -1,0 +1,86 @@
+package gencap
+
+import "fmt"
+
+// Config says what to generate. The zero value of every field picks its
+// default (see DefaultConfig); a negative ResendEvery or RetransmitEvery
+// turns that feature off.
+type Config struct {
+	// TargetBytes is the size of the capture file to aim for. Generation
+	// stops starting new requests once the file (written plus scheduled
+	// packets) reaches it, then lets every exchange in flight finish and
+	// closes every connection, so the file ends a little larger.
+	TargetBytes int64 `json:"target_bytes"`
+	// MTU is 65535 (loopback style: 127.0.0.0/8 addresses, zero MACs) or
+	// 1500 (Ethernet style: 10.0.0.0/8 addresses). TCP payloads are cut to
+	// MTU-40 bytes.
+	MTU int `json:"mtu"`
+	// Seed makes the capture: the same Config gives the same bytes.
+	Seed int64 `json:"seed"`
+	// Conns is the number of client connections open at the same time.
+	Conns int `json:"conns"`
+	// Brokers is the number of brokers, each listening on port 9092.
+	Brokers int `json:"brokers"`
+	// ResendEvery makes every ResendEvery-th record batch a known resend:
+	// the batch is sent twice with two correlation IDs on one connection.
+	ResendEvery int `json:"resend_every"`
+	// RetransmitEvery writes every RetransmitEvery-th data segment twice
+	// (a TCP retransmission, not a Kafka resend).
+	RetransmitEvery int `json:"retransmit_every"`
+}
+
+// Defaults used for zero Config fields.
+const (
+	DefaultTargetBytes     = 100 << 20
+	DefaultMTU             = 65535
+	DefaultConns           = 16
+	DefaultBrokers         = 3
+	DefaultResendEvery     = 500
+	DefaultRetransmitEvery = 1000
+)
+
+// DefaultConfig returns the configuration `make bench` uses.
+func DefaultConfig() Config {
+	return Config{
+		TargetBytes:     DefaultTargetBytes,
+		MTU:             DefaultMTU,
+		Seed:            1,
+		Conns:           DefaultConns,
+		Brokers:         DefaultBrokers,
+		ResendEvery:     DefaultResendEvery,
+		RetransmitEvery: DefaultRetransmitEvery,
+	}
+}
+
+// withDefaults fills zero fields and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	if c.TargetBytes == 0 {
+		c.TargetBytes = DefaultTargetBytes
+	}
+	if c.MTU == 0 {
+		c.MTU = DefaultMTU
+	}
+	if c.Conns == 0 {
+		c.Conns = DefaultConns
+	}
+	if c.Brokers == 0 {
+		c.Brokers = DefaultBrokers
+	}
+	if c.ResendEvery == 0 {
+		c.ResendEvery = DefaultResendEvery
+	}
+	if c.RetransmitEvery == 0 {
+		c.RetransmitEvery = DefaultRetransmitEvery
+	}
+	switch {
+	case c.TargetBytes < 0:
+		return c, fmt.Errorf("gencap: target bytes %d is negative", c.TargetBytes)
+	case c.MTU != 1500 && c.MTU != 65535:
+		return c, fmt.Errorf("gencap: mtu %d is neither 1500 nor 65535", c.MTU)
+	case c.Conns < 0 || c.Conns > 10000:
+		return c, fmt.Errorf("gencap: conns %d is outside 1..10000", c.Conns)
+	case c.Brokers < 0 || c.Brokers > 250:
+		return c, fmt.Errorf("gencap: brokers %d is outside 1..250", c.Brokers)
+	}
+	return c, nil
+}

@@ -1,0 +1,238 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/kdupcap/kdupcap/detect"
+)
+
+// NewJSON returns a Writer of JSON Lines: one object per finding
+// ("type":"duplicate"), then one summary object ("type":"summary"). The
+// schema is in SCHEMA.md; it is a public contract.
+func NewJSON(w io.Writer) Writer {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return &jsonWriter{enc: enc}
+}
+
+type jsonWriter struct {
+	enc *json.Encoder
+}
+
+// jsonFinding is one finding line.
+type jsonFinding struct {
+	Type            string        `json:"type"`
+	ConnID          uint64        `json:"conn_id"`
+	Client          string        `json:"client"`
+	Broker          string        `json:"broker"`
+	ClientID        *string       `json:"client_id"`
+	Topic           string        `json:"topic"`
+	TopicID         *string       `json:"topic_id"`
+	Partition       int32         `json:"partition"`
+	ProducerID      int64         `json:"producer_id"`
+	ProducerEpoch   int16         `json:"producer_epoch"`
+	BaseSequence    int32         `json:"base_sequence"`
+	RecordCount     int32         `json:"record_count"`
+	BatchCRC        string        `json:"batch_crc"`
+	Magic           int8          `json:"magic"`
+	Idempotent      bool          `json:"idempotent"`
+	Match           string        `json:"match"`
+	Verdict         string        `json:"verdict"`
+	Reason          string        `json:"reason"`
+	AppendedOffsets []int64       `json:"appended_offsets"`
+	Attempts        []jsonAttempt `json:"attempts"`
+}
+
+type jsonAttempt struct {
+	CorrelationID int32         `json:"correlation_id"`
+	Time          string        `json:"time"`
+	APIVersion    int16         `json:"api_version"`
+	Acks          int16         `json:"acks"`
+	TimeoutMillis int32         `json:"timeout_ms"`
+	Cause         *string       `json:"cause"`
+	CauseError    string        `json:"cause_error,omitempty"`
+	GapMillis     *float64      `json:"gap_ms,omitempty"`
+	Response      *jsonResponse `json:"response"`
+	NoResponse    string        `json:"no_response,omitempty"`
+}
+
+type jsonResponse struct {
+	ErrorCode     int16   `json:"error_code"`
+	Error         string  `json:"error"`
+	BaseOffset    int64   `json:"base_offset"`
+	LogAppendTime int64   `json:"log_append_time"`
+	LatencyMillis float64 `json:"latency_ms"`
+}
+
+// jsonSummary is the last line.
+type jsonSummary struct {
+	Type             string           `json:"type"`
+	Files            []string         `json:"files"`
+	Packets          int64            `json:"packets"`
+	Bytes            int64            `json:"bytes"`
+	TCPConnections   int64            `json:"tcp_connections"`
+	Gaps             int64            `json:"gaps"`
+	GapBytes         int64            `json:"gap_bytes"`
+	KafkaConnections []jsonConnection `json:"kafka_connections"`
+	Frames           int64            `json:"frames"`
+	ProduceRequests  int64            `json:"produce_requests"`
+	ProduceResponses int64            `json:"produce_responses"`
+	Batches          int64            `json:"batches"`
+	Records          int64            `json:"records"`
+	Malformed        int64            `json:"malformed"`
+	Resyncs          int64            `json:"resyncs"`
+	Findings         int64            `json:"findings"`
+	ByVerdict        jsonByVerdict    `json:"by_verdict"`
+	Topics           []jsonTopic      `json:"topics"`
+	Errors           []string         `json:"errors"`
+}
+
+type jsonConnection struct {
+	ID              uint64   `json:"id"`
+	Client          string   `json:"client"`
+	Broker          string   `json:"broker"`
+	DetectedBy      string   `json:"detected_by"`
+	ClientIDs       []string `json:"client_ids"`
+	ProduceRequests int64    `json:"produce_requests"`
+}
+
+type jsonByVerdict struct {
+	Duplicated   int64 `json:"duplicated"`
+	Deduplicated int64 `json:"deduplicated"`
+	Single       int64 `json:"single"`
+	Unconfirmed  int64 `json:"unconfirmed"`
+	Rejected     int64 `json:"rejected"`
+}
+
+type jsonTopic struct {
+	Topic      string `json:"topic"`
+	Batches    int64  `json:"batches"`
+	Records    int64  `json:"records"`
+	Findings   int64  `json:"findings"`
+	Duplicated int64  `json:"duplicated"`
+}
+
+func (w *jsonWriter) Finding(f detect.Finding) error {
+	if err := w.enc.Encode(toJSONFinding(&f)); err != nil {
+		return fmt.Errorf("report: writing finding: %w", err)
+	}
+	return nil
+}
+
+func (w *jsonWriter) Summary(s Summary) error {
+	if err := w.enc.Encode(toJSONSummary(&s)); err != nil {
+		return fmt.Errorf("report: writing summary: %w", err)
+	}
+	return nil
+}
+
+func toJSONFinding(f *detect.Finding) jsonFinding {
+	j := jsonFinding{
+		Type:            "duplicate",
+		ConnID:          f.ConnID,
+		Client:          f.Client.String(),
+		Broker:          f.Broker.String(),
+		ClientID:        f.ClientID,
+		Topic:           topicName(f),
+		Partition:       f.Partition,
+		ProducerID:      f.ProducerID,
+		ProducerEpoch:   f.ProducerEpoch,
+		BaseSequence:    f.FirstSequence,
+		RecordCount:     f.NumRecords,
+		BatchCRC:        formatCRC(f.BatchCRC),
+		Magic:           f.Magic,
+		Idempotent:      f.Idempotent,
+		Match:           string(f.Match),
+		Verdict:         string(f.Verdict),
+		Reason:          f.Reason,
+		AppendedOffsets: append([]int64{}, f.AppendedOffsets...),
+		Attempts:        make([]jsonAttempt, len(f.Attempts)),
+	}
+	if f.TopicID != ([16]byte{}) {
+		id := uuidString(f.TopicID)
+		j.TopicID = &id
+	}
+	for i := range f.Attempts {
+		a := &f.Attempts[i]
+		ja := &j.Attempts[i]
+		*ja = jsonAttempt{
+			CorrelationID: a.CorrelationID,
+			Time:          formatTime(a.Time),
+			APIVersion:    a.Version,
+			Acks:          a.Acks,
+			TimeoutMillis: a.TimeoutMillis,
+		}
+		if i > 0 {
+			gap := a.GapMillis
+			ja.GapMillis = &gap
+		}
+		if a.Cause != "" {
+			c := string(a.Cause)
+			ja.Cause = &c
+			if a.Cause == detect.CauseBrokerError {
+				ja.CauseError = a.CauseError
+			}
+		}
+		if r := a.Response; r != nil {
+			ja.Response = &jsonResponse{
+				ErrorCode:     r.ErrorCode,
+				Error:         r.Error,
+				BaseOffset:    r.BaseOffset,
+				LogAppendTime: r.LogAppendTime,
+				LatencyMillis: r.LatencyMillis,
+			}
+		} else {
+			ja.NoResponse = a.NoResponse
+			if ja.NoResponse == "" {
+				ja.NoResponse = "not in capture"
+			}
+		}
+	}
+	return j
+}
+
+func toJSONSummary(s *Summary) jsonSummary {
+	j := jsonSummary{
+		Type:             "summary",
+		Files:            append([]string{}, s.Files...),
+		Packets:          s.Packets,
+		Bytes:            s.Bytes,
+		TCPConnections:   s.TCPConnections,
+		Gaps:             s.Gaps,
+		GapBytes:         s.GapBytes,
+		KafkaConnections: make([]jsonConnection, len(s.KafkaConnections)),
+		Frames:           s.Frames,
+		ProduceRequests:  s.ProduceRequests,
+		ProduceResponses: s.ProduceResponses,
+		Batches:          s.Batches,
+		Records:          s.Records,
+		Malformed:        s.Malformed,
+		Resyncs:          s.Resyncs,
+		Findings:         s.Findings,
+		ByVerdict: jsonByVerdict{
+			Duplicated:   s.ByVerdict[string(detect.Duplicated)],
+			Deduplicated: s.ByVerdict[string(detect.Deduplicated)],
+			Single:       s.ByVerdict[string(detect.Single)],
+			Unconfirmed:  s.ByVerdict[string(detect.Unconfirmed)],
+			Rejected:     s.ByVerdict[string(detect.Rejected)],
+		},
+		Topics: make([]jsonTopic, len(s.ByTopic)),
+		Errors: append([]string{}, s.Errors...),
+	}
+	for i, c := range s.KafkaConnections {
+		j.KafkaConnections[i] = jsonConnection{
+			ID:              c.ID,
+			Client:          c.Client.String(),
+			Broker:          c.Broker.String(),
+			DetectedBy:      c.DetectedBy,
+			ClientIDs:       append([]string{}, c.ClientIDs...),
+			ProduceRequests: c.ProduceRequests,
+		}
+	}
+	for i, t := range s.ByTopic {
+		j.Topics[i] = jsonTopic(t)
+	}
+	return j
+}

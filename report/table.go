@@ -1,0 +1,212 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/kdupcap/kdupcap/detect"
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// NewTable returns a Writer of human tables: one block per finding (a few
+// header lines, then a table of its attempts), then a summary block.
+func NewTable(w io.Writer) Writer {
+	return &tableWriter{w: w}
+}
+
+type tableWriter struct {
+	w   io.Writer
+	n   int // findings written
+	buf bytes.Buffer
+}
+
+func (t *tableWriter) Finding(f detect.Finding) error {
+	t.n++
+	t.buf.Reset()
+	b := &t.buf
+	if t.n > 1 {
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(b, "#%d %s  %s/%d  %s -> %s  client.id %s  (connection %d)\n",
+		t.n, strings.ToUpper(string(f.Verdict)), topicName(&f), f.Partition,
+		f.Client, f.Broker, clientIDText(f.ClientID), f.ConnID)
+	idem := "not idempotent"
+	if f.Idempotent {
+		idem = "idempotent"
+	}
+	fmt.Fprintf(b, "   producer id %d epoch %d sequence %d (%s), %s, crc %s, magic %d, matched by %s, appended at %s\n",
+		f.ProducerID, f.ProducerEpoch, f.FirstSequence, idem, plural(int64(f.NumRecords), "record"), formatCRC(f.BatchCRC),
+		f.Magic, f.Match, offsetsText(f.AppendedOffsets))
+	fmt.Fprintf(b, "   %s\n", f.Reason)
+
+	tbl := newTable(b, right, left, left, left, right, right)
+	tbl.Header("CORR ID", "SENT (UTC)", "CAUSE", "RESPONSE", "BASE OFFSET", "LATENCY MS")
+	for _, a := range f.Attempts {
+		row := []string{itoa(a.CorrelationID), formatTime(a.Time), causeText(&a), "", "-", "-"}
+		if r := a.Response; r != nil {
+			row[3] = r.Error + " (" + itoa(r.ErrorCode) + ")"
+			row[4] = itoa(r.BaseOffset)
+			row[5] = millisText(r.LatencyMillis)
+		} else {
+			why := a.NoResponse
+			if why == "" {
+				why = "not in capture"
+			}
+			row[3] = "no response (" + why + ")"
+		}
+		if err := tbl.Append(row); err != nil {
+			return fmt.Errorf("report: finding %d: %w", t.n, err)
+		}
+	}
+	if err := tbl.Render(); err != nil {
+		return fmt.Errorf("report: finding %d: %w", t.n, err)
+	}
+	return t.flush("finding " + strconv.Itoa(t.n))
+}
+
+func (t *tableWriter) Summary(s Summary) error {
+	t.buf.Reset()
+	b := &t.buf
+	if t.n > 0 {
+		b.WriteByte('\n')
+	} else {
+		b.WriteString("No batch was sent more than once.\n\n")
+	}
+	b.WriteString("Summary\n")
+
+	verdictCounts := make([]string, len(verdicts))
+	for i, v := range verdicts {
+		verdictCounts[i] = fmt.Sprintf("%s %d", v, s.ByVerdict[string(v)])
+	}
+	files := strings.Join(s.Files, ", ")
+	if files == "" {
+		files = "-"
+	}
+	counts := [][]string{
+		{"files", files},
+		{"packets", fmt.Sprintf("%d (%d bytes)", s.Packets, s.Bytes)},
+		{"TCP connections", itoa(s.TCPConnections)},
+		{"gaps", fmt.Sprintf("%d (%d bytes lost)", s.Gaps, s.GapBytes)},
+		{"Kafka connections", itoa(len(s.KafkaConnections))},
+		{"Kafka frames", fmt.Sprintf("%d (malformed %d, resyncs %d)", s.Frames, s.Malformed, s.Resyncs)},
+		{"produce requests", fmt.Sprintf("%d (responses %d)", s.ProduceRequests, s.ProduceResponses)},
+		{"batches", itoa(s.Batches)},
+		{"records", itoa(s.Records)},
+		{"findings", fmt.Sprintf("%d (%s)", s.Findings, strings.Join(verdictCounts, ", "))},
+	}
+	tbl := newTable(b, left, left)
+	if err := tbl.Bulk(counts); err != nil {
+		return fmt.Errorf("report: summary: %w", err)
+	}
+	if err := tbl.Render(); err != nil {
+		return fmt.Errorf("report: summary: %w", err)
+	}
+
+	if len(s.KafkaConnections) > 0 {
+		b.WriteString("\nKafka connections\n")
+		tbl := newTable(b, right, left, left, left, left, right)
+		tbl.Header("ID", "CLIENT", "BROKER", "DETECTED BY", "CLIENT IDS", "PRODUCE REQUESTS")
+		for _, c := range s.KafkaConnections {
+			ids := strings.Join(c.ClientIDs, ", ")
+			if ids == "" {
+				ids = "-"
+			}
+			row := []string{strconv.FormatUint(c.ID, 10), c.Client.String(), c.Broker.String(),
+				c.DetectedBy, ids, itoa(c.ProduceRequests)}
+			if err := tbl.Append(row); err != nil {
+				return fmt.Errorf("report: summary: %w", err)
+			}
+		}
+		if err := tbl.Render(); err != nil {
+			return fmt.Errorf("report: summary: %w", err)
+		}
+	}
+
+	if len(s.ByTopic) > 0 {
+		b.WriteString("\nTopics\n")
+		tbl := newTable(b, left, right, right, right, right)
+		tbl.Header("TOPIC", "BATCHES", "RECORDS", "FINDINGS", "DUPLICATED")
+		for _, tc := range s.ByTopic {
+			row := []string{tc.Topic, itoa(tc.Batches), itoa(tc.Records), itoa(tc.Findings), itoa(tc.Duplicated)}
+			if err := tbl.Append(row); err != nil {
+				return fmt.Errorf("report: summary: %w", err)
+			}
+		}
+		if err := tbl.Render(); err != nil {
+			return fmt.Errorf("report: summary: %w", err)
+		}
+	}
+
+	if len(s.Errors) > 0 {
+		b.WriteString("\nErrors\n")
+		for _, e := range s.Errors {
+			fmt.Fprintf(b, "  %s\n", e)
+		}
+	}
+	return t.flush("summary")
+}
+
+const (
+	left  = tw.AlignLeft
+	right = tw.AlignRight
+)
+
+// newTable returns a table writing to b with the columns aligned as given
+// and the header printed as written.
+func newTable(b *bytes.Buffer, align ...tw.Align) *tablewriter.Table {
+	return tablewriter.NewTable(b,
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignLeft, PerColumn: align}))
+}
+
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return itoa(n) + " " + noun + "s"
+}
+
+// flush writes the block built in buf.
+func (t *tableWriter) flush(what string) error {
+	if _, err := t.w.Write(t.buf.Bytes()); err != nil {
+		return fmt.Errorf("report: writing %s: %w", what, err)
+	}
+	return nil
+}
+
+func clientIDText(id *string) string {
+	if id == nil {
+		return "(null)"
+	}
+	return strconv.Quote(*id)
+}
+
+func offsetsText(offs []int64) string {
+	if len(offs) == 0 {
+		return "no known offset"
+	}
+	s := make([]string, len(offs))
+	for i, o := range offs {
+		s[i] = itoa(o)
+	}
+	if len(s) == 1 {
+		return "offset " + s[0]
+	}
+	return "offsets " + strings.Join(s, ", ")
+}
+
+// causeText says why an attempt was sent: "first send", or the cause with
+// the broker error and the time since the previous attempt.
+func causeText(a *detect.Attempt) string {
+	switch a.Cause {
+	case "":
+		return "first send"
+	case detect.CauseBrokerError:
+		return fmt.Sprintf("%s %s, +%s ms", a.Cause, a.CauseError, millisText(a.GapMillis))
+	}
+	return fmt.Sprintf("%s, +%s ms", a.Cause, millisText(a.GapMillis))
+}
