@@ -41,7 +41,9 @@ type Exchange struct {
 	ThrottleMillis int32
 	// NoResponse says why there is no response when Responded is false:
 	// "acks=0", "connection closed", "bytes lost", "later response seen",
-	// "end of capture".
+	// "end of capture", "response malformed" (a response frame matched the
+	// request but did not parse), "evicted" (more than Options.MaxPending
+	// requests were awaiting a response on the connection).
 	NoResponse string
 
 	// Batches holds one entry per record batch (or legacy message set) in

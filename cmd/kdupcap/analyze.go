@@ -1,0 +1,253 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kdupcap/kdupcap/capture"
+	"github.com/kdupcap/kdupcap/decode"
+	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/report"
+)
+
+// Defaults of the analyze flags.
+const (
+	defaultWindow      = 10 * time.Minute
+	defaultIdleTimeout = 2 * time.Minute
+)
+
+// analyzeConfig holds the analyze flags.
+type analyzeConfig struct {
+	format          string
+	ports           []uint16
+	sniff           bool
+	failOnDuplicate bool
+	window          time.Duration
+	idleTimeout     time.Duration
+	files           []string
+}
+
+func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) {
+	cfg := &analyzeConfig{}
+	fs := flag.NewFlagSet("kdupcap analyze", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: kdupcap analyze [flags] FILE [FILE ...]\n\n"+
+			"Reads pcap or pcapng captures (gzip or zstd compressed too; - is standard input),\n"+
+			"finds ProduceRequests whose record batch was sent more than once, and says whether\n"+
+			"the broker's log got it twice.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&cfg.format, "format", "table", "output format: table or json (JSON Lines)")
+	ports := fs.String("port", "9092", "comma-separated broker ports taken as Kafka")
+	fs.BoolVar(&cfg.sniff, "sniff", true, "also take connections on other ports whose bytes parse as Kafka requests")
+	fs.BoolVar(&cfg.failOnDuplicate, "fail-on-duplicate", false, "exit 3 when any finding is duplicated or unconfirmed")
+	fs.DurationVar(&cfg.window, "window", defaultWindow, "how long (capture time) a batch is remembered after its last attempt")
+	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", defaultIdleTimeout, "capture time after which an idle TCP connection is closed and buffered segments are given up")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	switch cfg.format {
+	case "table", "json":
+	default:
+		return nil, fmt.Errorf("--format %q: want table or json", cfg.format)
+	}
+	var err error
+	if cfg.ports, err = parsePorts(*ports); err != nil {
+		return nil, err
+	}
+	if cfg.window <= 0 || cfg.idleTimeout <= 0 {
+		return nil, errors.New("--window and --idle-timeout must be positive")
+	}
+	cfg.files = fs.Args()
+	if len(cfg.files) == 0 {
+		fs.Usage()
+		return nil, errors.New("no capture file given")
+	}
+	return cfg, nil
+}
+
+func parsePorts(s string) ([]uint16, error) {
+	var ports []uint16
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		p, err := strconv.ParseUint(f, 10, 16)
+		if err != nil || p == 0 {
+			return nil, fmt.Errorf("--port: %q is not a TCP port", f)
+		}
+		ports = append(ports, uint16(p))
+	}
+	return ports, nil
+}
+
+func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cfg, err := parseAnalyzeFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "kdupcap analyze: %v\n", err)
+		return exitUsage
+	}
+
+	var out report.Writer
+	if cfg.format == "json" {
+		out = report.NewJSON(stdout)
+	} else {
+		out = report.NewTable(stdout)
+	}
+
+	p := newPipeline(cfg)
+	var inputErrs []string
+	for _, name := range cfg.files {
+		if err := p.readFile(name, stdin); err != nil {
+			inputErrs = append(inputErrs, err.Error())
+			fmt.Fprintf(stderr, "kdupcap: %v\n", err)
+		}
+	}
+	findings := p.finish()
+
+	for _, f := range findings {
+		if err := out.Finding(f); err != nil {
+			fmt.Fprintf(stderr, "kdupcap: writing output: %v\n", err)
+			return exitFailure
+		}
+	}
+	sum := p.summary(cfg.files, inputErrs)
+	if err := out.Summary(sum); err != nil {
+		fmt.Fprintf(stderr, "kdupcap: writing output: %v\n", err)
+		return exitFailure
+	}
+	for _, e := range p.dec.Errors() {
+		fmt.Fprintf(stderr, "kdupcap: warning: %s\n", e)
+	}
+
+	switch {
+	case len(inputErrs) > 0:
+		return exitUsage
+	case cfg.failOnDuplicate && (sum.ByVerdict[string(detect.Duplicated)] > 0 || sum.ByVerdict[string(detect.Unconfirmed)] > 0):
+		return exitDuplicate
+	}
+	return exitOK
+}
+
+// pipeline wires the stages: capture -> decode -> detect.
+type pipeline struct {
+	asm *capture.Assembler
+	dec *decode.Decoder
+	det *detect.Detector
+}
+
+func newPipeline(cfg *analyzeConfig) *pipeline {
+	p := &pipeline{}
+	p.det = detect.New(detect.Options{Window: cfg.window})
+	p.dec = decode.New(p.det, decode.Options{Ports: cfg.ports, Sniff: cfg.sniff})
+	p.asm = capture.NewAssembler(func(a, b netip.AddrPort, ts time.Time) capture.Stream {
+		// A nil *decode.Conn must become a nil interface, or capture would
+		// call methods on it.
+		if c := p.dec.NewStream(a, b, ts); c != nil {
+			return c
+		}
+		return nil
+	}, capture.AssemblerOptions{IdleTimeout: cfg.idleTimeout})
+	return p
+}
+
+// readFile feeds one capture file into the pipeline. Connections stay open
+// across files, so a capture rotated into several files (tcpdump -C) reads as
+// one. An error names the file and the position; what was read before it
+// stays in the pipeline.
+func (p *pipeline) readFile(name string, stdin io.Reader) error {
+	var (
+		src *capture.Source
+		err error
+	)
+	if name == "-" {
+		src, err = capture.NewSource("-", stdin)
+	} else {
+		src, err = capture.Open(name)
+	}
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	for {
+		pkt, err := src.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		p.asm.Add(pkt)
+	}
+}
+
+// finish closes every connection and returns all findings, sorted.
+func (p *pipeline) finish() []detect.Finding {
+	p.dec.EndOfInput()
+	p.asm.Close()
+	return p.det.Flush()
+}
+
+func (p *pipeline) summary(files, inputErrs []string) report.Summary {
+	cs := p.asm.Stats()
+	ds := p.dec.Stats()
+	ts := p.det.Stats()
+	s := report.Summary{
+		Files:            files,
+		Packets:          cs.Packets,
+		Bytes:            cs.Bytes,
+		TCPConnections:   cs.TCPConnections,
+		Gaps:             cs.Gaps,
+		GapBytes:         cs.GapBytes,
+		Frames:           ds.Frames,
+		ProduceRequests:  ds.ProduceRequests,
+		ProduceResponses: ds.ProduceResponses,
+		Batches:          ds.Batches,
+		Records:          ds.Records,
+		Malformed:        ds.Malformed,
+		Resyncs:          ds.Resyncs,
+		Findings:         ts.Findings,
+		ByVerdict:        map[string]int64{},
+		Errors:           inputErrs,
+	}
+	for v, n := range ts.ByVerdict {
+		s.ByVerdict[string(v)] = n
+	}
+	for _, c := range p.dec.Connections() {
+		s.KafkaConnections = append(s.KafkaConnections, report.Connection{
+			ID:              c.Info.ID,
+			Client:          c.Info.Client,
+			Broker:          c.Info.Broker,
+			DetectedBy:      c.Info.DetectedBy,
+			ClientIDs:       c.ClientIDs,
+			ProduceRequests: c.ProduceRequests,
+		})
+	}
+	s.ByTopic = topicCounts(ts)
+	return s
+}
+
+func topicCounts(ts detect.Stats) []report.TopicCount {
+	out := make([]report.TopicCount, 0, len(ts.Topics))
+	for _, t := range ts.Topics {
+		out = append(out, report.TopicCount{
+			Topic:      t.Topic,
+			Batches:    t.Batches,
+			Records:    t.Records,
+			Findings:   t.Findings,
+			Duplicated: t.Duplicated,
+		})
+	}
+	return out
+}

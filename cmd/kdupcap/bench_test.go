@@ -1,0 +1,155 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/internal/gencap"
+)
+
+// benchCapture returns the capture to measure: $KDUPCAP_BENCH_PCAP (as made
+// by `make bench`, with its manifest beside it), or a 100 MB one generated
+// once per process.
+var benchCapture = sync.OnceValues(func() (string, error) {
+	if p := os.Getenv("KDUPCAP_BENCH_PCAP"); p != "" {
+		return p, nil
+	}
+	dir, err := os.MkdirTemp("", "kdupcap-bench")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "bench.pcap")
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	m, err := gencap.Generate(f, gencap.Config{TargetBytes: 100 << 20})
+	if err != nil {
+		return "", err
+	}
+	mf, err := os.Create(gencap.ManifestPath(path))
+	if err != nil {
+		return "", err
+	}
+	defer mf.Close()
+	return path, m.WriteJSON(mf)
+})
+
+func benchInput(b *testing.B) (string, *gencap.Manifest, int64) {
+	b.Helper()
+	path, err := benchCapture()
+	if err != nil {
+		b.Fatal(err)
+	}
+	mf, err := os.Open(gencap.ManifestPath(path))
+	if err != nil {
+		b.Fatalf("manifest beside %s: %v", path, err)
+	}
+	defer mf.Close()
+	m, err := gencap.ReadManifest(mf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return path, m, st.Size()
+}
+
+// BenchmarkAnalyze measures the whole pipeline (read, decode, reassemble,
+// Kafka decode, detect) on a generated capture and fails if the findings
+// differ from the generator's manifest.
+func BenchmarkAnalyze(b *testing.B) {
+	path, m, size := benchInput(b)
+	cfg := &analyzeConfig{ports: []uint16{9092}, sniff: true, window: defaultWindow, idleTimeout: defaultIdleTimeout}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	var packets int64
+	for b.Loop() {
+		p := newPipeline(cfg)
+		if err := p.readFile(path, nil); err != nil {
+			b.Fatal(err)
+		}
+		findings := p.finish()
+		packets = p.asm.Stats().Packets
+		if err := compareManifest(findings, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(packets)*float64(b.N)/b.Elapsed().Seconds(), "packets/s")
+}
+
+// BenchmarkReadLoop is the practical limit: pcapgo reading every packet of
+// the same file with no decoding.
+func BenchmarkReadLoop(b *testing.B) {
+	path, _, size := benchInput(b)
+	b.SetBytes(size)
+	b.ReportAllocs()
+	var packets int64
+	for b.Loop() {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := pcapgo.NewReader(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		packets = 0
+		for {
+			_, _, err := r.ZeroCopyReadPacketData()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			packets++
+		}
+		f.Close()
+	}
+	b.ReportMetric(float64(packets)*float64(b.N)/b.Elapsed().Seconds(), "packets/s")
+}
+
+// compareManifest checks findings against what the generator re-sent.
+func compareManifest(findings []detect.Finding, m *gencap.Manifest) error {
+	if len(findings) != len(m.Resends) {
+		return fmt.Errorf("%d findings, the manifest re-sent %d batches", len(findings), len(m.Resends))
+	}
+	type key struct {
+		client, broker, topic string
+		partition             int32
+		first                 int32
+	}
+	want := map[key]gencap.Resend{}
+	for _, r := range m.Resends {
+		want[key{r.Client, r.Broker, r.Topic, r.Partition, r.CorrelationIDs[0]}] = r
+	}
+	for _, f := range findings {
+		k := key{f.Client.String(), f.Broker.String(), f.Topic, f.Partition, f.Attempts[0].CorrelationID}
+		r, ok := want[k]
+		if !ok {
+			return fmt.Errorf("finding not in the manifest: %+v", k)
+		}
+		var ids []int32
+		for _, a := range f.Attempts {
+			ids = append(ids, a.CorrelationID)
+		}
+		if !slices.Equal(ids, r.CorrelationIDs) || string(f.Verdict) != r.Verdict ||
+			!slices.Equal(f.AppendedOffsets, r.AppendedOffsets) {
+			return fmt.Errorf("finding %+v: attempts %v verdict %s offsets %v, manifest %v %s %v",
+				k, ids, f.Verdict, f.AppendedOffsets, r.CorrelationIDs, r.Verdict, r.AppendedOffsets)
+		}
+	}
+	return nil
+}

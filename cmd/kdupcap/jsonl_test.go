@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"testing"
+)
+
+// cliFinding is the part of a "duplicate" JSON Lines object the tests read.
+type cliFinding struct {
+	Type            string       `json:"type"`
+	ConnID          uint64       `json:"conn_id"`
+	Client          string       `json:"client"`
+	Broker          string       `json:"broker"`
+	ClientID        *string      `json:"client_id"`
+	Topic           string       `json:"topic"`
+	Partition       int32        `json:"partition"`
+	ProducerID      int64        `json:"producer_id"`
+	ProducerEpoch   int16        `json:"producer_epoch"`
+	BaseSequence    int32        `json:"base_sequence"`
+	RecordCount     int32        `json:"record_count"`
+	BatchCRC        string       `json:"batch_crc"`
+	Idempotent      bool         `json:"idempotent"`
+	Match           string       `json:"match"`
+	Verdict         string       `json:"verdict"`
+	AppendedOffsets []int64      `json:"appended_offsets"`
+	Attempts        []cliAttempt `json:"attempts"`
+}
+
+type cliAttempt struct {
+	CorrelationID int32        `json:"correlation_id"`
+	Time          string       `json:"time"`
+	Cause         *string      `json:"cause"`
+	CauseError    string       `json:"cause_error"`
+	GapMillis     float64      `json:"gap_ms"`
+	Response      *cliResponse `json:"response"`
+	NoResponse    string       `json:"no_response"`
+}
+
+type cliResponse struct {
+	ErrorCode  int16   `json:"error_code"`
+	Error      string  `json:"error"`
+	BaseOffset int64   `json:"base_offset"`
+	LatencyMs  float64 `json:"latency_ms"`
+}
+
+// cliSummary is the part of the "summary" object the tests read.
+type cliSummary struct {
+	Type             string           `json:"type"`
+	Packets          int64            `json:"packets"`
+	TCPConnections   int64            `json:"tcp_connections"`
+	Gaps             int64            `json:"gaps"`
+	ProduceRequests  int64            `json:"produce_requests"`
+	ProduceResponses int64            `json:"produce_responses"`
+	Batches          int64            `json:"batches"`
+	Records          int64            `json:"records"`
+	Findings         int64            `json:"findings"`
+	ByVerdict        map[string]int64 `json:"by_verdict"`
+	Errors           []string         `json:"errors"`
+	KafkaConnections []struct {
+		Client     string   `json:"client"`
+		Broker     string   `json:"broker"`
+		DetectedBy string   `json:"detected_by"`
+		ClientIDs  []string `json:"client_ids"`
+	} `json:"kafka_connections"`
+}
+
+// cliResult is one analyze run in JSON.
+type cliResult struct {
+	Code     int
+	Findings []cliFinding
+	Summary  cliSummary
+	Stderr   string
+}
+
+// cliAnalyze runs `kdupcap analyze --format json ARGS...` and parses every
+// line of its output; a line that is not JSON fails the test.
+func cliAnalyze(t *testing.T, stdin io.Reader, args ...string) cliResult {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(append([]string{"analyze", "--format", "json"}, args...), stdin, &stdout, &stderr)
+	res := cliResult{Code: code, Stderr: stderr.String()}
+	sc := bufio.NewScanner(&stdout)
+	sc.Buffer(nil, 16<<20)
+	sawSummary := false
+	for sc.Scan() {
+		var head struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &head); err != nil {
+			t.Fatalf("output line is not JSON: %v: %s", err, sc.Text())
+		}
+		switch head.Type {
+		case "duplicate":
+			var f cliFinding
+			if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+				t.Fatalf("finding: %v: %s", err, sc.Text())
+			}
+			res.Findings = append(res.Findings, f)
+		case "summary":
+			if err := json.Unmarshal(sc.Bytes(), &res.Summary); err != nil {
+				t.Fatalf("summary: %v: %s", err, sc.Text())
+			}
+			sawSummary = true
+		}
+	}
+	if !sawSummary {
+		t.Fatalf("no summary line in output (exit %d, stderr %s)", code, res.Stderr)
+	}
+	return res
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"io"
+)
+
+// Exit codes: a public contract that scripts rely on.
+const (
+	exitOK        = 0
+	exitFailure   = 1 // an internal failure writing the output
+	exitUsage     = 2 // bad usage, or input that could not be read (wholly or in part)
+	exitDuplicate = 3 // --fail-on-duplicate and a finding was duplicated or unconfirmed
+)
+
+const usage = `kdupcap finds Kafka producer retries that wrote data twice, from packet captures.
+
+Usage:
+  kdupcap analyze [flags] FILE [FILE ...]   analyze capture files (pcap, pcapng; .gz/.zst; - for stdin)
+  kdupcap version                           print the version
+
+Run 'kdupcap analyze -h' for the analyze flags.
+`
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// run is the whole CLI: main only hands it the process's arguments and
+// streams, so tests call it directly.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "analyze":
+		return runAnalyze(args[1:], stdin, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "kdupcap", version)
+		return exitOK
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "kdupcap: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+}

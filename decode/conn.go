@@ -1,0 +1,388 @@
+package decode
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"time"
+)
+
+// role is what a direction of a connection carries.
+type role uint8
+
+const (
+	roleUnknown   role = iota // not decided yet (sniffing)
+	roleRequests              // client to broker
+	roleResponses             // broker to client
+)
+
+// direction is the framing state of one direction of a connection.
+type direction struct {
+	fromA bool
+	role  role
+	// synced: the next byte is a frame start (or continues buf's frame).
+	synced bool
+	// lost: bytes were dropped since the last sync, so the next sync is a
+	// resync.
+	lost bool
+	// probing: unsynced, and buf holds a candidate frame start taken at
+	// the beginning of a Data call, too short to judge yet; need is the
+	// length at which to judge it again.
+	probing bool
+	need    int
+	// marks are the offsets in buf, while probing, where a later Data call
+	// began: segment boundaries, the next candidates when the first fails.
+	marks []int
+	// buf holds, when synced, the start of a frame whose end has not
+	// arrived; when probing, the candidate. It is decode's own copy.
+	buf []byte
+	// pos counts the bytes of this direction (delivered and known lost).
+	pos int64
+}
+
+// Conn decodes one TCP connection. It satisfies capture.Stream.
+type Conn struct {
+	d    *Decoder
+	a, b netip.AddrPort
+	dirs [2]direction // [0] from a, [1] from b
+
+	decided    bool // which side is the client is known
+	clientIsA  bool
+	detectedBy string
+	byPort     bool // both ends on a Kafka port: never rejected
+
+	info *ConnInfo    // nil until the connection is taken as Kafka and has data
+	sum  *ConnSummary // with info
+
+	firstSeen  time.Time
+	seen       bool
+	sniffBytes int // bytes delivered while undecided
+	sniffTries int // candidate frame starts that failed while undecided
+	rejected   bool
+	closed     bool
+	clientIDs  []*string // interned client.ids; sum.ClientIDs holds their values
+	lastClient *string
+	pending    []pending // requests awaiting a response, in the order sent
+}
+
+// dir returns the state of the direction fromA says.
+func (c *Conn) dir(fromA bool) *direction {
+	if fromA {
+		return &c.dirs[0]
+	}
+	return &c.dirs[1]
+}
+
+// decide takes the side clientIsA says as the client.
+func (c *Conn) decide(clientIsA bool, by string) {
+	c.decided, c.clientIsA, c.detectedBy = true, clientIsA, by
+	req, resp := &c.dirs[0], &c.dirs[1]
+	if !clientIsA {
+		req, resp = resp, req
+	}
+	req.role, resp.role = roleRequests, roleResponses
+	if resp.probing {
+		// Its candidate was judged as a request: judge anew as responses.
+		c.unsync(resp)
+	}
+	if c.seen {
+		c.register()
+	}
+}
+
+// register numbers the connection and lists it as Kafka.
+func (c *Conn) register() {
+	d := c.d
+	d.nextID++
+	d.stats.Connections++
+	c.info = &ConnInfo{ID: d.nextID, Client: c.a, Broker: c.b, DetectedBy: c.detectedBy, FirstSeen: c.firstSeen}
+	if !c.clientIsA {
+		c.info.Client, c.info.Broker = c.b, c.a
+	}
+	c.sum = &ConnSummary{Info: c.info}
+	d.conns = append(d.conns, c.sum)
+}
+
+// Data decodes the next in-order bytes of one direction. data is only read
+// during the call; decode copies the start of a frame whose end is still to
+// come. It returns false once the connection is known not to be Kafka.
+func (c *Conn) Data(fromA bool, data []byte, ts time.Time) bool {
+	if c.rejected || c.closed {
+		return !c.rejected
+	}
+	if len(data) == 0 {
+		return true
+	}
+	if !c.seen {
+		c.seen, c.firstSeen = true, ts
+		if c.decided {
+			c.register()
+		}
+	}
+	dir := c.dir(fromA)
+	pos := dir.pos
+	dir.pos += int64(len(data))
+	if !c.decided {
+		c.sniffBytes += len(data)
+	}
+	if dir.synced {
+		c.frames(dir, data, pos, ts)
+		return true
+	}
+
+	// Unsynced: the candidate frame start is the beginning of this call,
+	// or of the earlier call whose bytes are in buf.
+	cand := data
+	if dir.probing && c.probeStrict(dir, data) == probeYes {
+		// The waiting candidate (which may be the middle of a frame whose
+		// size field lies) loses to a segment that starts a whole frame
+		// that parses.
+		c.d.stats.DroppedBytes += int64(len(dir.buf))
+		dir.probing, dir.lost = false, true
+		dir.buf, dir.marks = dir.buf[:0], dir.marks[:0]
+	}
+	if dir.probing {
+		dir.marks = append(dir.marks, len(dir.buf))
+		pos -= int64(len(dir.buf))
+		dir.buf = append(dir.buf, data...)
+		cand = dir.buf
+		if len(cand) < dir.need {
+			return true
+		}
+	}
+	for {
+		verdict, need := c.probe(dir, cand)
+		if verdict == probeMore && len(cand) > probeBytes {
+			verdict = probeNo
+		}
+		if verdict == probeYes {
+			break
+		}
+		if verdict == probeMore {
+			// Judge again once the candidate is need bytes long, or past
+			// probeBytes, where it is refused.
+			dir.need = min(max(need, len(cand)+1), probeBytes+1)
+			if !dir.probing {
+				dir.buf = append(dir.buf[:0], data...)
+				dir.probing = true
+				dir.marks = dir.marks[:0]
+			}
+			return c.checkSniff()
+		}
+		if !c.decided {
+			c.sniffTries++
+		}
+		dir.lost = true
+		if !dir.probing || len(dir.marks) == 0 {
+			c.d.stats.DroppedBytes += int64(len(cand))
+			dir.probing = false
+			dir.buf = dir.buf[:0]
+			return c.checkSniff()
+		}
+		// A candidate that waited for more bytes failed: try the next
+		// segment boundary within what was buffered.
+		m := dir.marks[0]
+		c.d.stats.DroppedBytes += int64(m)
+		dir.buf = dir.buf[:copy(dir.buf, dir.buf[m:])]
+		dir.marks = dir.marks[1:]
+		for i := range dir.marks {
+			dir.marks[i] -= m
+		}
+		pos += int64(m)
+		cand = dir.buf
+		dir.need = 0
+		if !c.checkSniff() {
+			return false
+		}
+	}
+
+	if !c.decided {
+		c.decide(fromA, "sniff")
+	}
+	if dir.lost {
+		c.d.stats.Resyncs++
+	}
+	dir.synced, dir.lost = true, false
+	if dir.probing {
+		// Frame from the candidate; buf must start empty for frames.
+		dir.probing = false
+		dir.buf = nil
+		dir.marks = dir.marks[:0]
+	}
+	c.frames(dir, cand, pos, ts)
+	return true
+}
+
+// probe judges whether cand starts a frame of dir.
+func (c *Conn) probe(dir *direction, cand []byte) (probe, int) {
+	switch dir.role {
+	case roleRequests:
+		return c.d.probeRequest(cand, false)
+	case roleResponses:
+		return c.probeResponse(cand)
+	}
+	return c.d.probeRequest(cand, !c.byPort)
+}
+
+// probeStrict judges data as a frame start for dir with the strictest
+// test: a request frame that parses whole with kmsg, or a response to a
+// pending request.
+func (c *Conn) probeStrict(dir *direction, data []byte) probe {
+	var v probe
+	if dir.role == roleResponses {
+		v, _ = c.probeResponse(data)
+	} else {
+		v, _ = c.d.probeRequest(data, true)
+	}
+	return v
+}
+
+// checkSniff gives up an undecided connection after bounded bytes or
+// attempts that did not parse as Kafka requests.
+func (c *Conn) checkSniff() bool {
+	if c.decided || c.byPort {
+		return true
+	}
+	if c.sniffBytes > sniffGiveUpBytes || c.sniffTries >= sniffGiveUpTries {
+		c.rejected = true
+		c.pending = nil
+		c.dirs[0].buf, c.dirs[1].buf = nil, nil
+		c.d.stats.Rejected++
+		return false
+	}
+	return true
+}
+
+// frames splits b, the next bytes of a synced direction starting at stream
+// position pos, into frames and decodes them. Whole frames are decoded in
+// place; only a frame's start whose end is still to come is copied.
+func (c *Conn) frames(dir *direction, b []byte, pos int64, ts time.Time) {
+	// Finish the frame started in an earlier call.
+	if len(dir.buf) > 0 {
+		start := pos - int64(len(dir.buf))
+		if len(dir.buf) < 4 {
+			n := min(4-len(dir.buf), len(b))
+			dir.buf = append(dir.buf, b[:n]...)
+			b, pos = b[n:], pos+int64(n)
+			if len(dir.buf) < 4 {
+				return
+			}
+			if !c.checkSize(dir, dir.buf, start) {
+				return
+			}
+		}
+		size := int(binary.BigEndian.Uint32(dir.buf))
+		n := min(4+size-len(dir.buf), len(b))
+		dir.buf = append(dir.buf, b[:n]...)
+		b, pos = b[n:], pos+int64(n)
+		if len(dir.buf) < 4+size {
+			return
+		}
+		c.frame(dir, dir.buf[4:], start, ts)
+		if cap(dir.buf) > keepBufBytes {
+			dir.buf = nil
+		} else {
+			dir.buf = dir.buf[:0]
+		}
+		if !dir.synced {
+			return
+		}
+	}
+	for len(b) >= 4 {
+		if !c.checkSize(dir, b, pos) {
+			return
+		}
+		size := int(binary.BigEndian.Uint32(b))
+		if len(b)-4 < size {
+			break
+		}
+		c.frame(dir, b[4:4+size], pos, ts)
+		b, pos = b[4+size:], pos+4+int64(size)
+	}
+	if len(b) > 0 {
+		dir.buf = append(dir.buf[:0], b...)
+	}
+}
+
+// checkSize checks the size field at the start of b, a frame at stream
+// position pos; a bad size is malformed and unsyncs the direction.
+func (c *Conn) checkSize(dir *direction, b []byte, pos int64) bool {
+	size := int32(binary.BigEndian.Uint32(b))
+	lo := int32(4)
+	if dir.role == roleRequests {
+		lo = minRequestFrame
+	}
+	if size >= lo && size <= c.d.opts.MaxFrameBytes {
+		return true
+	}
+	c.d.errorf(c, dir.fromA, pos, "frame size %d", size)
+	c.unsync(dir)
+	return false
+}
+
+// unsync drops what dir buffered; it resyncs at a later Data call.
+func (c *Conn) unsync(dir *direction) {
+	dir.synced, dir.probing, dir.lost = false, false, true
+	c.d.stats.DroppedBytes += int64(len(dir.buf))
+	dir.buf = dir.buf[:0]
+}
+
+// frame decodes one whole frame (after its size field) of dir, which started
+// at stream position pos.
+func (c *Conn) frame(dir *direction, frame []byte, pos int64, ts time.Time) {
+	c.d.stats.Frames++
+	c.sum.Frames++
+	if dir.role == roleRequests {
+		c.d.stats.Requests++
+		c.request(dir, frame, pos, ts)
+		return
+	}
+	c.d.stats.Responses++
+	c.response(dir, frame, pos, ts)
+}
+
+// Gap reports n bytes of one direction lost (n < 0: unknown). The direction
+// drops its partial frame and resyncs at a later Data call. A gap in the
+// responses marks the requests then pending: if they end unanswered, the
+// reason is "bytes lost", since their answers may have been in the hole. They
+// stay pending, because the hole may have held only other answers.
+func (c *Conn) Gap(fromA bool, n int, ts time.Time) {
+	if c.rejected || c.closed {
+		return
+	}
+	dir := c.dir(fromA)
+	if n > 0 {
+		dir.pos += int64(n)
+	}
+	c.unsync(dir)
+	if dir.role == roleResponses {
+		for i := range c.pending {
+			c.pending[i].lost = true
+		}
+	}
+}
+
+// Close ends the connection: every pending produce request is complete with
+// no response ("connection closed", "end of capture" after
+// Decoder.EndOfInput, or "bytes lost" if a gap in the responses may have held
+// its answer).
+func (c *Conn) Close(ts time.Time) {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	for _, p := range c.pending {
+		if p.x == nil {
+			continue
+		}
+		p.x.NoResponse = "connection closed"
+		if c.d.atEnd {
+			p.x.NoResponse = "end of capture"
+		}
+		if p.lost {
+			p.x.NoResponse = "bytes lost"
+		}
+		c.d.emit(p.x)
+	}
+	c.pending = nil
+	c.dirs[0].buf, c.dirs[1].buf = nil, nil
+}

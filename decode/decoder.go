@@ -1,0 +1,238 @@
+package decode
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultPort          = 9092
+	DefaultMaxFrameBytes = 100 << 20
+	DefaultMaxPending    = 1024
+)
+
+// Sniffing bounds: a connection on a port that is not a Kafka port is given
+// up once this much of it (both directions) or this many segment starts did
+// not parse as a Kafka request frame.
+const (
+	sniffGiveUpBytes = 128 << 10
+	sniffGiveUpTries = 32
+	// sniffBodyBytes: while sniffing, a candidate request frame up to this
+	// size must parse whole (kmsg) to be taken as Kafka; a larger one is
+	// judged on its header alone.
+	sniffBodyBytes = 64 << 10
+	// probeBytes caps what an unsynced direction buffers of a candidate
+	// frame start that does not yet tell whether it is a frame.
+	probeBytes = sniffBodyBytes + 4
+	// maxErrors is how many malformed-input messages Errors keeps.
+	maxErrors = 20
+	// keepBufBytes: a direction's frame buffer grown beyond this for one
+	// large frame is released after it.
+	keepBufBytes = 1 << 20
+)
+
+// Options configure a Decoder.
+type Options struct {
+	// Ports are the broker ports; nil means {9092}. A connection with one
+	// end on a port listed here is Kafka, that end being the broker.
+	Ports []uint16
+	// Sniff also takes connections on other ports whose bytes parse as
+	// Kafka request frames.
+	Sniff bool
+	// MaxFrameBytes bounds a frame's size field; a larger (or negative)
+	// size is malformed and never allocated. Zero means 100 MiB.
+	MaxFrameBytes int32
+	// MaxPending bounds the requests awaiting a response per connection;
+	// the oldest is evicted beyond it. Zero means 1024.
+	MaxPending int
+}
+
+// Stats counts what a Decoder saw, over all connections.
+type Stats struct {
+	Connections      int64 // connections taken as Kafka
+	Rejected         int64 // sniffed connections given up as not Kafka
+	Frames           int64 // frames decoded, both directions
+	Requests         int64 // request frames
+	Responses        int64 // response frames
+	ProduceRequests  int64 // ProduceRequests decoded
+	ProduceResponses int64 // ProduceResponses decoded
+	Batches          int64 // record batches (or legacy message sets) in ProduceRequests
+	Records          int64 // records in those batches, from their headers
+	Malformed        int64 // frames, headers, bodies or batches that did not parse
+	Resyncs          int64 // times a direction found frame boundaries again after dropping bytes
+	Skipped          int64 // frames of APIs other than Produce, both directions
+	Unmatched        int64 // responses with no pending request
+	Evicted          int64 // pending requests dropped by Options.MaxPending
+	DroppedBytes     int64 // bytes dropped while a direction's frame boundaries were unknown
+}
+
+// ConnSummary describes one connection taken as Kafka.
+type ConnSummary struct {
+	Info            *ConnInfo
+	ClientIDs       []string // distinct non-null client.ids, in order seen
+	ProduceRequests int64
+	Frames          int64
+	Malformed       int64
+}
+
+// Decoder holds what the connections of one run share: the Sink, the
+// connection numbering, topic names learned from Metadata responses, counts
+// and error samples. It is not safe for concurrent use: capture calls every
+// Stream from one goroutine.
+type Decoder struct {
+	sink Sink
+	// atEnd: the input has ended, so connections closed from now on were
+	// cut by the end of the capture, not by the peers.
+	atEnd bool
+	opts  Options
+
+	nextID uint64
+	conns  []*ConnSummary
+
+	// topicIDs maps a topic ID to its name, from Metadata responses v10+.
+	topicIDs map[[16]byte]string
+	// names interns topic names so that each Batch of a topic shares one
+	// string and decoding a request allocates none.
+	names map[string]string
+
+	stats Stats
+	errs  []string
+
+	// Reused while decoding; kmsg allocates the slices it fills anyway.
+	reqs  []kmsg.Request // by API key, for header checks; nil entry: unknown key
+	preq  kmsg.ProduceRequest
+	presp kmsg.ProduceResponse
+	mresp kmsg.MetadataResponse
+	hash  xxhash.Digest
+}
+
+// New returns a Decoder handing complete exchanges to sink (nil discards
+// them).
+func New(sink Sink, opts Options) *Decoder {
+	if opts.Ports == nil {
+		opts.Ports = []uint16{DefaultPort}
+	}
+	if opts.MaxFrameBytes <= 0 {
+		opts.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = DefaultMaxPending
+	}
+	d := &Decoder{
+		sink:     sink,
+		opts:     opts,
+		topicIDs: make(map[[16]byte]string),
+		names:    make(map[string]string),
+	}
+	for key := int16(0); ; key++ {
+		r := kmsg.RequestForKey(key)
+		if r == nil && key > 100 {
+			break
+		}
+		d.reqs = append(d.reqs, r)
+	}
+	return d
+}
+
+// NewStream returns the decoder of a new TCP connection between a and b, or
+// nil when it cannot be Kafka: Sniff is off and neither end is on a Kafka
+// port. It satisfies capture.Stream.
+func (d *Decoder) NewStream(a, b netip.AddrPort, ts time.Time) *Conn {
+	aPort := slices.Contains(d.opts.Ports, a.Port())
+	bPort := slices.Contains(d.opts.Ports, b.Port())
+	if !aPort && !bPort && !d.opts.Sniff {
+		return nil
+	}
+	c := &Conn{d: d, a: a, b: b}
+	c.dirs[0].fromA = true
+	switch {
+	case aPort && !bPort:
+		c.decide(false, "port")
+	case bPort && !aPort:
+		c.decide(true, "port")
+	case aPort && bPort:
+		// Both ends on a Kafka port: the requests decide, never rejected.
+		c.byPort = true
+	}
+	return c
+}
+
+// Stats returns the counts so far.
+func (d *Decoder) Stats() Stats { return d.stats }
+
+// Connections returns every connection taken as Kafka so far, in ID order.
+func (d *Decoder) Connections() []ConnSummary {
+	out := make([]ConnSummary, len(d.conns))
+	for i, s := range d.conns {
+		out[i] = *s
+		out[i].ClientIDs = slices.Clone(s.ClientIDs)
+	}
+	return out
+}
+
+// Errors returns the first malformed-input messages, each naming the
+// connection direction and byte position.
+func (d *Decoder) Errors() []string { return slices.Clone(d.errs) }
+
+// intern returns the shared copy of topic name s, which may alias frame
+// bytes.
+func (d *Decoder) intern(s string) string {
+	if n, ok := d.names[s]; ok {
+		return n
+	}
+	n := strings.Clone(s)
+	d.names[n] = n
+	return n
+}
+
+// request returns the reusable kmsg request for key, nil if kmsg knows no
+// such API.
+func (d *Decoder) request(key int16) kmsg.Request {
+	if key < 0 || int(key) >= len(d.reqs) {
+		return nil
+	}
+	return d.reqs[key]
+}
+
+// emit resolves topic IDs and hands x to the sink.
+func (d *Decoder) emit(x *Exchange) {
+	for i := range x.Batches {
+		b := &x.Batches[i]
+		if b.Topic == "" && b.TopicID != ([16]byte{}) {
+			b.Topic = d.topicIDs[b.TopicID]
+		}
+	}
+	if d.sink != nil {
+		d.sink.Produce(x)
+	}
+}
+
+// errorf records one malformed-input message, if fewer than maxErrors are
+// kept, and counts it.
+func (d *Decoder) errorf(c *Conn, fromA bool, pos int64, format string, args ...any) {
+	d.stats.Malformed++
+	if c.sum != nil {
+		c.sum.Malformed++
+	}
+	if len(d.errs) >= maxErrors {
+		return
+	}
+	src, dst := c.a, c.b
+	if !fromA {
+		src, dst = dst, src
+	}
+	d.errs = append(d.errs, fmt.Sprintf("decode: %s at %s->%s byte %d", fmt.Sprintf(format, args...), src, dst, pos))
+}
+
+// EndOfInput tells the decoder the capture has ended: requests still awaiting
+// a response when their connection is then closed complete with NoResponse
+// "end of capture" rather than "connection closed". Call it before closing
+// the streams at the end of the input.
+func (d *Decoder) EndOfInput() { d.atEnd = true }

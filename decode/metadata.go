@@ -1,0 +1,31 @@
+package decode
+
+// Metadata (API key 3): decode reads only the responses, v10 and later,
+// whose topics carry both TopicID and name, to name the topics of Produce
+// v13 requests, which carry only the ID. The map is shared by every
+// connection of the Decoder, since a client may ask one broker for metadata
+// and produce to another.
+
+// metadataResponse learns topic names by ID from the body of a
+// MetadataResponse answering p.
+func (c *Conn) metadataResponse(dir *direction, p pending, body []byte, pos int64) {
+	if p.version < 10 {
+		return
+	}
+	d := c.d
+	resp := &d.mresp
+	resp.Version = p.version
+	if err := resp.UnsafeReadFrom(body); err != nil {
+		d.errorf(c, dir.fromA, pos, "metadata v%d response correlation %d: %v", p.version, p.corr, err)
+		return
+	}
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		if t.Topic == nil || *t.Topic == "" || t.TopicID == ([16]byte{}) {
+			continue
+		}
+		if name, ok := d.topicIDs[t.TopicID]; !ok || name != *t.Topic {
+			d.topicIDs[t.TopicID] = d.intern(*t.Topic)
+		}
+	}
+}

@@ -1,0 +1,38 @@
+package kafkatest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+)
+
+// KcatProduce returns a ProduceFunc that writes the values, one a line, with
+// kcat (librdkafka) to partition 0, each value in a request of its own (no
+// linger, one message a batch, one request in flight), acks=all. extra are
+// more -X settings ("key=value"), e.g. "enable.idempotence=false" and
+// "request.timeout.ms=300" (librdkafka sends it as the request's
+// TimeoutMillis). The values must not contain newlines.
+func KcatProduce(extra ...string) ProduceFunc {
+	return func(ctx context.Context, addr, topic string, values []string) error {
+		args := []string{"-P", "-b", addr, "-t", topic, "-p", "0", "-q",
+			"-X", "acks=all",
+			"-X", "linger.ms=0",
+			"-X", "batch.num.messages=1",
+			"-X", "max.in.flight.requests.per.connection=1",
+			"-X", "compression.codec=none",
+		}
+		for _, x := range extra {
+			args = append(args, "-X", x)
+		}
+		cmd := exec.CommandContext(ctx, "kcat", args...)
+		cmd.Stdin = strings.NewReader(strings.Join(values, "\n") + "\n")
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stderr, &stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("kafkatest: kcat %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+		}
+		return nil
+	}
+}

@@ -1,0 +1,261 @@
+package kafkatest
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Log is what the broker's log holds of one topic, read back after a run.
+type Log struct {
+	Topic      string
+	TopicID    [16]byte
+	Partitions []PartitionLog // by partition number
+}
+
+// PartitionLog is one partition's log from offset 0 to its high watermark.
+type PartitionLog struct {
+	Partition     int32
+	HighWatermark int64
+	Batches       []Batch
+	Records       []Record
+}
+
+// Batch is one record batch as fetched: the broker rewrote its base offset,
+// the rest is what the producer sent.
+type Batch struct {
+	BaseOffset    int64
+	NumRecords    int32
+	ProducerID    int64
+	ProducerEpoch int16
+	FirstSequence int32
+	CRC           uint32
+}
+
+// Record is one record as fetched.
+type Record struct {
+	Offset          int64
+	BatchBaseOffset int64
+	Value           string
+}
+
+// Copies is every copy the log holds of one record value in one partition.
+type Copies struct {
+	Partition int32
+	Value     string
+	Records   []Record // ascending offsets
+}
+
+// Copies groups a partition's records by value, in order of first offset.
+func (p PartitionLog) Copies() []Copies {
+	idx := make(map[string]int)
+	var out []Copies
+	for _, r := range p.Records {
+		i, ok := idx[r.Value]
+		if !ok {
+			i = len(out)
+			idx[r.Value] = i
+			out = append(out, Copies{Partition: p.Partition, Value: r.Value})
+		}
+		out[i].Records = append(out[i].Records, r)
+	}
+	return out
+}
+
+// BatchAt returns the batch with the given base offset.
+func (p PartitionLog) BatchAt(base int64) (Batch, bool) {
+	for _, b := range p.Batches {
+		if b.BaseOffset == base {
+			return b, true
+		}
+	}
+	return Batch{}, false
+}
+
+// Copies returns the copies of every record value of every partition.
+func (l *Log) Copies() []Copies {
+	var out []Copies
+	for _, p := range l.Partitions {
+		out = append(out, p.Copies()...)
+	}
+	return out
+}
+
+// Duplicates returns the record values the log holds more than once.
+func (l *Log) Duplicates() []Copies {
+	var out []Copies
+	for _, c := range l.Copies() {
+		if len(c.Records) > 1 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Partition returns one partition's log.
+func (l *Log) Partition(p int32) (PartitionLog, bool) {
+	for _, pl := range l.Partitions {
+		if pl.Partition == p {
+			return pl, true
+		}
+	}
+	return PartitionLog{}, false
+}
+
+// maxFetches bounds the fetches ReadBack makes per partition.
+const maxFetches = 10000
+
+// ReadBack fetches every partition of topic from the broker at addr, from
+// offset 0 to the high watermark, with raw Fetch requests so that the batch
+// structure is kept. Batches must be uncompressed.
+func ReadBack(ctx context.Context, addr, topic string) (*Log, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return nil, fmt.Errorf("kafkatest: read back %s: %w", topic, err)
+	}
+	defer cl.Close()
+
+	mreq := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	mreq.Topics = append(mreq.Topics, mt)
+	mresp, err := mreq.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("kafkatest: read back %s: metadata: %w", topic, err)
+	}
+	if len(mresp.Topics) != 1 {
+		return nil, fmt.Errorf("kafkatest: read back %s: metadata names %d topics", topic, len(mresp.Topics))
+	}
+	mtopic := mresp.Topics[0]
+	if err := kerr.ErrorForCode(mtopic.ErrorCode); err != nil {
+		return nil, fmt.Errorf("kafkatest: read back %s: metadata: %w", topic, err)
+	}
+	log := &Log{Topic: topic, TopicID: mtopic.TopicID}
+	for _, mp := range mtopic.Partitions {
+		pl, err := readPartition(ctx, cl.Broker(int(mp.Leader)), log, mp.Partition)
+		if err != nil {
+			return nil, err
+		}
+		log.Partitions = append(log.Partitions, pl)
+	}
+	slices.SortFunc(log.Partitions, func(a, b PartitionLog) int { return int(a.Partition - b.Partition) })
+	return log, nil
+}
+
+func readPartition(ctx context.Context, br *kgo.Broker, log *Log, partition int32) (PartitionLog, error) {
+	pl := PartitionLog{Partition: partition}
+	var offset int64
+	for range maxFetches {
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID = -1
+		req.MaxWaitMillis = 0
+		req.MinBytes = 1
+		req.MaxBytes = 16 << 20
+		req.SessionEpoch = -1
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic, ft.TopicID = log.Topic, log.TopicID
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = partition, offset, 16<<20
+		ft.Partitions = append(ft.Partitions, fp)
+		req.Topics = append(req.Topics, ft)
+		resp, err := req.RequestWith(ctx, br)
+		if err != nil {
+			return pl, fmt.Errorf("kafkatest: read back %s/%d at offset %d: %w", log.Topic, partition, offset, err)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return pl, fmt.Errorf("kafkatest: read back %s/%d at offset %d: fetch answered %d topics", log.Topic, partition, offset, len(resp.Topics))
+		}
+		rp := resp.Topics[0].Partitions[0]
+		if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+			return pl, fmt.Errorf("kafkatest: read back %s/%d at offset %d: %w", log.Topic, partition, offset, err)
+		}
+		pl.HighWatermark = rp.HighWatermark
+		if offset >= rp.HighWatermark {
+			return pl, nil
+		}
+		next, err := pl.addBatches(rp.RecordBatches, offset)
+		if err != nil {
+			return pl, fmt.Errorf("kafkatest: read back %s/%d: %w", log.Topic, partition, err)
+		}
+		if next <= offset {
+			return pl, fmt.Errorf("kafkatest: read back %s/%d: no progress at offset %d below high watermark %d", log.Topic, partition, offset, rp.HighWatermark)
+		}
+		offset = next
+	}
+	return pl, fmt.Errorf("kafkatest: read back %s/%d: more than %d fetches", log.Topic, partition, maxFetches)
+}
+
+// addBatches appends the whole v2 batches of a fetch at or past from and
+// returns the offset after the last one (from if none was whole).
+func (pl *PartitionLog) addBatches(b []byte, from int64) (int64, error) {
+	next := from
+	for len(b) >= 17 {
+		length := int32(binary.BigEndian.Uint32(b[8:]))
+		if length < 0 || int64(length) > int64(len(b)-12) {
+			break // a partial batch at the end of the fetch
+		}
+		raw := b[:12+int(length)]
+		b = b[len(raw):]
+		if magic := raw[16]; magic != 2 {
+			return next, fmt.Errorf("batch of magic %d unsupported", magic)
+		}
+		var rb kmsg.RecordBatch
+		if err := rb.ReadFrom(raw); err != nil {
+			return next, fmt.Errorf("batch at offset %d: %w", int64(binary.BigEndian.Uint64(raw)), err)
+		}
+		end := rb.FirstOffset + int64(rb.LastOffsetDelta) + 1
+		if end <= from {
+			continue // fetched from inside an earlier batch
+		}
+		pl.Batches = append(pl.Batches, Batch{
+			BaseOffset:    rb.FirstOffset,
+			NumRecords:    rb.NumRecords,
+			ProducerID:    rb.ProducerID,
+			ProducerEpoch: rb.ProducerEpoch,
+			FirstSequence: rb.FirstSequence,
+			CRC:           uint32(rb.CRC),
+		})
+		next = end
+		if rb.Attributes&0x20 != 0 {
+			continue // control batch: no data records
+		}
+		if codec := rb.Attributes & 0x07; codec != 0 {
+			return next, fmt.Errorf("batch at offset %d is compressed (codec %d)", rb.FirstOffset, codec)
+		}
+		recs, err := records(rb.Records, int(rb.NumRecords))
+		if err != nil {
+			return next, fmt.Errorf("batch at offset %d: %w", rb.FirstOffset, err)
+		}
+		for _, r := range recs {
+			pl.Records = append(pl.Records, Record{
+				Offset:          rb.FirstOffset + int64(r.OffsetDelta),
+				BatchBaseOffset: rb.FirstOffset,
+				Value:           string(r.Value),
+			})
+		}
+	}
+	return next, nil
+}
+
+// records splits the uncompressed records of a batch.
+func records(b []byte, n int) ([]kmsg.Record, error) {
+	out := make([]kmsg.Record, 0, min(n, len(b)))
+	for i := range n {
+		length, size := binary.Varint(b)
+		if size <= 0 || length < 0 || length > int64(len(b)-size) {
+			return nil, fmt.Errorf("record %d of %d truncated", i, n)
+		}
+		var r kmsg.Record
+		if err := r.ReadFrom(b[:size+int(length)]); err != nil {
+			return nil, fmt.Errorf("record %d of %d: %w", i, n, err)
+		}
+		out = append(out, r)
+		b = b[size+int(length):]
+	}
+	return out, nil
+}
