@@ -1,7 +1,6 @@
 package decode
 
 import (
-	"fmt"
 	"testing"
 	"time"
 )
@@ -36,6 +35,6 @@ func BenchmarkConnProduce(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(script))*float64(b.N)/time.Since(start).Seconds(), "frames/s")
 	if st := d.Stats(); st.ProduceResponses != int64(n*b.N) || st.Malformed != 0 {
-		b.Fatal(fmt.Sprintf("stats %+v", st))
+		b.Fatalf("stats %+v", st)
 	}
 }

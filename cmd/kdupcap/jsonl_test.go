@@ -92,6 +92,9 @@ func cliAnalyze(t *testing.T, stdin io.Reader, args ...string) cliResult {
 		if err := json.Unmarshal(sc.Bytes(), &head); err != nil {
 			t.Fatalf("output line is not JSON: %v: %s", err, sc.Text())
 		}
+		if sawSummary {
+			t.Fatalf("line after the summary: %s", sc.Text())
+		}
 		switch head.Type {
 		case "duplicate":
 			var f cliFinding
@@ -104,6 +107,8 @@ func cliAnalyze(t *testing.T, stdin io.Reader, args ...string) cliResult {
 				t.Fatalf("summary: %v: %s", err, sc.Text())
 			}
 			sawSummary = true
+		default:
+			t.Fatalf("line of unknown type %q: %s", head.Type, sc.Text())
 		}
 	}
 	if !sawSummary {

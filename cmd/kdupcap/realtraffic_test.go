@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -107,93 +104,24 @@ func TestRealTraffic(t *testing.T) {
 
 			checkHarness(t, res, len(s.Faults) > 0, tt.idempotent)
 			checkFindings(t, res, findings, tt.idempotent)
-			if summary.Findings != len(findings) {
+			if summary.Findings != int64(len(findings)) {
 				t.Errorf("summary counts %d findings, the output has %d", summary.Findings, len(findings))
 			}
-			if n := summary.ByVerdict["duplicated"]; n != countVerdict(findings, "duplicated") {
+			if n := summary.ByVerdict["duplicated"]; n != int64(countVerdict(findings, "duplicated")) {
 				t.Errorf("summary counts %d duplicated, the output has %d", n, countVerdict(findings, "duplicated"))
 			}
 		})
 	}
 }
 
-// rtFinding is the part of a JSON Lines finding the test reads.
-type rtFinding struct {
-	Type            string      `json:"type"`
-	Broker          string      `json:"broker"`
-	ClientID        *string     `json:"client_id"`
-	Topic           string      `json:"topic"`
-	Partition       int32       `json:"partition"`
-	ProducerID      int64       `json:"producer_id"`
-	RecordCount     int32       `json:"record_count"`
-	BatchCRC        string      `json:"batch_crc"`
-	Idempotent      bool        `json:"idempotent"`
-	Verdict         string      `json:"verdict"`
-	AppendedOffsets []int64     `json:"appended_offsets"`
-	Attempts        []rtAttempt `json:"attempts"`
-}
-
-type rtAttempt struct {
-	CorrelationID int32   `json:"correlation_id"`
-	Time          string  `json:"time"`
-	Cause         *string `json:"cause"`
-	Response      *struct {
-		ErrorCode  int16 `json:"error_code"`
-		BaseOffset int64 `json:"base_offset"`
-	} `json:"response"`
-}
-
-type rtSummary struct {
-	Type      string         `json:"type"`
-	Findings  int            `json:"findings"`
-	ByVerdict map[string]int `json:"by_verdict"`
-}
-
-// analyzeJSON runs `kdupcap analyze --format json pcap` and parses its lines.
-func analyzeJSON(t *testing.T, pcap string) ([]rtFinding, rtSummary) {
+// analyzeJSON runs `kdupcap analyze --format json pcap`, which must succeed.
+func analyzeJSON(t *testing.T, pcap string) ([]cliFinding, cliSummary) {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"analyze", "--format", "json", pcap}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
-		t.Fatalf("kdupcap analyze exited %d: %s", code, stderr.String())
+	res := cliAnalyze(t, strings.NewReader(""), pcap)
+	if res.Code != exitOK {
+		t.Fatalf("kdupcap analyze exited %d: %s", res.Code, res.Stderr)
 	}
-	var (
-		findings   []rtFinding
-		summary    rtSummary
-		sawSummary bool
-	)
-	sc := bufio.NewScanner(&stdout)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		var head struct {
-			Type string `json:"type"`
-		}
-		if err := json.Unmarshal(line, &head); err != nil {
-			t.Fatalf("output line is not JSON: %v: %s", err, line)
-		}
-		if sawSummary {
-			t.Fatalf("line after the summary: %s", line)
-		}
-		switch head.Type {
-		case "duplicate":
-			var f rtFinding
-			if err := json.Unmarshal(line, &f); err != nil {
-				t.Fatalf("finding: %v: %s", err, line)
-			}
-			findings = append(findings, f)
-		case "summary":
-			if err := json.Unmarshal(line, &summary); err != nil {
-				t.Fatalf("summary: %v: %s", err, line)
-			}
-			sawSummary = true
-		default:
-			t.Fatalf("line of unknown type %q: %s", head.Type, line)
-		}
-	}
-	if !sawSummary {
-		t.Fatalf("no summary line in:\n%s", stdout.String())
-	}
-	return findings, summary
+	return res.Findings, res.Summary
 }
 
 // checkHarness checks that the run did what the test relies on: faults were
@@ -231,7 +159,7 @@ func checkHarness(t *testing.T, res *kafkatest.Result, faulted, idempotent bool)
 //     than once;
 //   - an idempotent producer's findings are all deduplicated, one per fault;
 //     a run without faults has no finding.
-func checkFindings(t *testing.T, res *kafkatest.Result, findings []rtFinding, idempotent bool) {
+func checkFindings(t *testing.T, res *kafkatest.Result, findings []cliFinding, idempotent bool) {
 	t.Helper()
 	broker := "127.0.0.1:" + strconv.Itoa(res.Port)
 	held := make(map[int32]map[string]int) // partition -> value -> copies
@@ -296,7 +224,7 @@ func checkFindings(t *testing.T, res *kafkatest.Result, findings []rtFinding, id
 		for _, r := range c.Records {
 			bases = append(bases, r.BatchBaseOffset)
 		}
-		if !slices.ContainsFunc(findings, func(f rtFinding) bool {
+		if !slices.ContainsFunc(findings, func(f cliFinding) bool {
 			return f.Topic == res.Log.Topic && f.Partition == c.Partition && f.Verdict == "duplicated" &&
 				!slices.ContainsFunc(bases, func(b int64) bool { return !slices.Contains(f.AppendedOffsets, b) })
 		}) {
@@ -318,7 +246,7 @@ func checkFindings(t *testing.T, res *kafkatest.Result, findings []rtFinding, id
 	}
 }
 
-func countVerdict(findings []rtFinding, verdict string) int {
+func countVerdict(findings []cliFinding, verdict string) int {
 	n := 0
 	for _, f := range findings {
 		if f.Verdict == verdict {

@@ -1,0 +1,197 @@
+package capture
+
+import (
+	"encoding/binary"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/reassembly"
+)
+
+// Defaults of AssemblerOptions.
+const (
+	DefaultIdleTimeout   = 2 * time.Minute
+	DefaultFlushInterval = time.Second
+	// DefaultMaxBufferedPagesPerConnection bounds out-of-order data waiting
+	// for a hole to be filled, per connection (pages of 1900 bytes: ~7.6 MB).
+	DefaultMaxBufferedPagesPerConnection = 4096
+	// DefaultMaxBufferedPagesTotal bounds it over all connections (~120 MB).
+	DefaultMaxBufferedPagesTotal = 65536
+)
+
+// AssemblerOptions tunes an Assembler; zero fields take the defaults.
+type AssemblerOptions struct {
+	// IdleTimeout: out-of-order data that waited this long (packet time)
+	// for a hole to be filled is delivered after a Gap, and connections
+	// without a packet for this long are closed.
+	IdleTimeout time.Duration
+	// FlushInterval is how often, in packet time, the Assembler looks for
+	// such data and connections.
+	FlushInterval time.Duration
+	// MaxBufferedPagesPerConnection and MaxBufferedPagesTotal bound the
+	// out-of-order data held; past them the oldest hole is skipped (a Gap).
+	MaxBufferedPagesPerConnection int
+	MaxBufferedPagesTotal         int
+}
+
+// Stats counts what an Assembler saw.
+type Stats struct {
+	Packets        int64 // packets given to Add
+	Bytes          int64 // their captured bytes
+	NonTCP         int64 // well-formed packets that are not TCP (ARP, UDP, fragments, ...)
+	Undecodable    int64 // packets that could not be decoded, or of an unsupported link type
+	TCPConnections int64 // connections seen (NewStreamFunc calls), ignored ones included
+	Gaps           int64 // holes reported with Stream.Gap
+	GapBytes       int64 // bytes those holes missed
+
+	TCPPackets      int64 // TCP segments
+	PayloadBytes    int64 // TCP payload bytes captured
+	DeliveredBytes  int64 // bytes handed to Stream.Data
+	Truncated       int64 // segments cut by the snap length
+	Retransmissions int64 // segments whose payload had all been delivered already
+	OverlapBytes    int64 // payload bytes dropped because they were delivered or queued already
+}
+
+// Assembler decodes packets and reassembles the TCP connections in them,
+// handing each connection's bytes, in order and once, to the Stream that
+// NewStreamFunc returned for it. Time is packet time throughout: no clock is
+// read.
+//
+// An Assembler is not safe for concurrent use.
+type Assembler struct {
+	opts      AssemblerOptions
+	newStream NewStreamFunc
+	dec       *decoder
+	asm       *reassembly.Assembler
+	stats     Stats
+
+	ctx        *packetContext // context of the packet being added
+	ctxQueued  bool           // ctx is held by queued data: use a new one next
+	lastFlush  time.Time
+	missing    int  // truncated payload bytes of the packet being added
+	synthetic  bool // the segment being assembled is a made-up RST
+	pendingRST *conn
+	restart    bool  // the segment being assembled is a SYN opening a new connection on a 4-tuple still open
+	cur        *conn // the connection of the segment being assembled
+	rst        layers.TCP
+	rstHeader  [20]byte
+}
+
+// NewAssembler returns an Assembler calling newStream for every connection.
+func NewAssembler(newStream NewStreamFunc, opts AssemblerOptions) *Assembler {
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = DefaultFlushInterval
+	}
+	if opts.MaxBufferedPagesPerConnection <= 0 {
+		opts.MaxBufferedPagesPerConnection = DefaultMaxBufferedPagesPerConnection
+	}
+	if opts.MaxBufferedPagesTotal <= 0 {
+		opts.MaxBufferedPagesTotal = DefaultMaxBufferedPagesTotal
+	}
+	a := &Assembler{
+		opts:      opts,
+		newStream: newStream,
+		dec:       newDecoder(),
+		ctx:       new(packetContext),
+	}
+	a.asm = reassembly.NewAssembler(reassembly.NewStreamPool(factory{a}))
+	a.asm.MaxBufferedPagesPerConnection = opts.MaxBufferedPagesPerConnection
+	a.asm.MaxBufferedPagesTotal = opts.MaxBufferedPagesTotal
+	return a
+}
+
+// Add decodes one packet and feeds it to reassembly. Bad or non-TCP packets
+// are counted and skipped. p.Data is not kept after Add returns. Streams are
+// called from within Add.
+func (a *Assembler) Add(p Packet) {
+	a.stats.Packets++
+	a.stats.Bytes += int64(len(p.Data))
+	ts := p.CI.Timestamp
+	a.flush(ts)
+	switch a.dec.decode(p.LinkType, p.Data) {
+	case decodedNone:
+		a.stats.NonTCP++
+		return
+	case decodedBad:
+		a.stats.Undecodable++
+		return
+	}
+	tcp := &a.dec.tcp
+	a.stats.TCPPackets++
+	a.stats.PayloadBytes += int64(len(tcp.Payload))
+	a.missing = a.dec.missing
+	if a.missing > 0 {
+		a.stats.Truncated++
+	}
+	if a.ctxQueued {
+		a.ctx, a.ctxQueued = new(packetContext), false
+	}
+	a.ctx.ci = p.CI
+	a.ctx.ci.AncillaryData = nil
+	a.asm.AssembleWithContext(a.dec.netFlow, tcp, a.ctx)
+	a.cur = nil
+	switch {
+	case a.restart:
+		// A SYN with a new sequence number on a connection whose end the
+		// capture missed: end the old connection in both directions, then
+		// the SYN opens a new one.
+		a.restart = false
+		a.synthRST(a.dec.netFlow, tcp.SrcPort, tcp.DstPort)
+		a.synthRST(a.dec.netFlow.Reverse(), tcp.DstPort, tcp.SrcPort)
+		a.asm.AssembleWithContext(a.dec.netFlow, tcp, a.ctx)
+		a.cur, a.pendingRST, a.restart = nil, nil, false
+	case a.pendingRST != nil:
+		// An RST ends both directions, but reassembly closes only the one
+		// that sent it: close the other with a made-up RST at its next
+		// sequence number, so that both halves are closed and the 4-tuple
+		// can be reused by a new connection.
+		a.pendingRST = nil
+		a.synthRST(a.dec.netFlow.Reverse(), tcp.DstPort, tcp.SrcPort)
+	}
+}
+
+// synthRST assembles a made-up RST on a flow; the conn receiving it moves it
+// to the next sequence number expected.
+func (a *Assembler) synthRST(netFlow gopacket.Flow, src, dst layers.TCPPort) {
+	h := a.rstHeader[:]
+	clear(h)
+	binary.BigEndian.PutUint16(h[0:], uint16(src))
+	binary.BigEndian.PutUint16(h[2:], uint16(dst))
+	h[12] = 5 << 4 // data offset
+	h[13] = 0x04   // RST
+	// TCP.TransportFlow uses the ports seen by DecodeFromBytes.
+	if err := a.rst.DecodeFromBytes(h, gopacket.NilDecodeFeedback); err != nil {
+		return
+	}
+	a.synthetic = true
+	a.asm.AssembleWithContext(netFlow, &a.rst, a.ctx)
+	a.synthetic, a.cur = false, nil
+}
+
+// flush delivers data stuck behind holes and closes idle connections, once
+// per FlushInterval of packet time.
+func (a *Assembler) flush(ts time.Time) {
+	if a.lastFlush.IsZero() {
+		a.lastFlush = ts
+		return
+	}
+	if ts.Sub(a.lastFlush) < a.opts.FlushInterval {
+		return
+	}
+	a.lastFlush = ts
+	cutoff := ts.Add(-a.opts.IdleTimeout)
+	a.asm.FlushWithOptions(reassembly.FlushOptions{T: cutoff, TC: cutoff})
+}
+
+// Close delivers all data still held (after Gaps for the holes) and calls
+// Close on every Stream not closed yet. The Assembler must not be used after.
+func (a *Assembler) Close() {
+	a.asm.FlushAll()
+}
+
+// Stats returns the counters so far.
+func (a *Assembler) Stats() Stats { return a.stats }

@@ -1,0 +1,188 @@
+package capture
+
+import (
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/reassembly"
+)
+
+// packetContext carries a packet's CaptureInfo through reassembly. Queued
+// out-of-order data keeps a pointer to it, so it is replaced, not reused,
+// after a packet was queued.
+type packetContext struct{ ci gopacket.CaptureInfo }
+
+func (c *packetContext) GetCaptureInfo() gopacket.CaptureInfo { return c.ci }
+
+// factory makes a conn for every new connection reassembly sees.
+type factory struct{ a *Assembler }
+
+func (f factory) New(_, _ gopacket.Flow, tcp *layers.TCP, ac reassembly.AssemblerContext) reassembly.Stream {
+	a := f.a
+	a.stats.TCPConnections++
+	ts := ac.GetCaptureInfo().Timestamp
+	c := &conn{a: a, last: ts}
+	if a.newStream != nil {
+		c.s = a.newStream(a.dec.src, a.dec.dst, ts)
+	}
+	return c
+}
+
+// conn adapts one Stream to reassembly. Direction A is reassembly's
+// "client to server", the direction of the first packet seen.
+type conn struct {
+	a      *Assembler
+	s      Stream // nil: ignored from the start
+	last   time.Time
+	done   bool // Data returned false: deliver nothing more
+	closed bool // Close was called (or would have been, for a nil s)
+	rst    bool // the segment being assembled has RST set
+	// shift moves the sequence numbers of a direction down by the bytes the
+	// snap length cut from its earlier segments, so that the next segment
+	// follows on at once and the cut bytes are reported as a Gap.
+	shift [2]uint32
+	// gapAfter is the size of the Gap to report after the bytes of the
+	// truncated segment being assembled.
+	gapAfter [2]int
+	// halfClosed records the directions that ended with FIN or RST.
+	halfClosed [2]bool
+	// isn is the sequence number of the SYN of a direction, when seen: a
+	// SYN with another one opens a new connection.
+	isn    [2]uint32
+	hasISN [2]bool
+}
+
+func dirIndex(dir reassembly.TCPFlowDirection) int {
+	if dir == reassembly.TCPDirClientToServer {
+		return 0
+	}
+	return 1
+}
+
+const noSequence = reassembly.Sequence(-1) // reassembly's invalidSequence
+
+// Accept is called by reassembly for every segment of the connection before
+// it is used.
+func (c *conn) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly.TCPFlowDirection, nextSeq reassembly.Sequence, start *bool, _ reassembly.AssemblerContext) bool {
+	if c.closed {
+		return false
+	}
+	a := c.a
+	if tcp.SYN && !tcp.ACK && !a.synthetic {
+		d := dirIndex(dir)
+		switch {
+		case nextSeq == noSequence:
+			c.isn[d], c.hasISN[d] = tcp.Seq, true
+		case !c.hasISN[d] || c.isn[d] != tcp.Seq:
+			a.restart = true
+			return false
+		}
+	}
+	if ci.Timestamp.After(c.last) {
+		c.last = ci.Timestamp
+	}
+	// Take the connection from wherever the capture starts.
+	*start = true
+	d := dirIndex(dir)
+	a.cur = c
+	if a.synthetic {
+		// With no sequence yet, *start makes the RST the start and end.
+		if nextSeq != noSequence {
+			tcp.Seq = uint32(nextSeq)
+		}
+		c.rst = false
+		return true
+	}
+	if c.s == nil || c.done {
+		// Ignored: only FIN, RST and SYN still matter (to close the
+		// connection and let its 4-tuple be reused). Every segment becomes
+		// an empty one at the expected place: nothing is queued or copied.
+		tcp.Payload = tcp.Payload[:0]
+		if nextSeq != noSequence && !tcp.SYN {
+			tcp.Seq = uint32(nextSeq)
+		}
+		c.rst = tcp.RST
+		return true
+	}
+	c.rst = tcp.RST
+	tcp.Seq -= c.shift[d]
+	n := len(tcp.Payload)
+	if nextSeq == noSequence || tcp.SYN {
+		if a.missing > 0 && !tcp.SYN {
+			c.gapAfter[d] = a.missing
+			c.shift[d] += uint32(a.missing)
+		}
+		return true
+	}
+	seq := reassembly.Sequence(tcp.Seq)
+	diff := nextSeq.Difference(seq)
+	switch {
+	case diff > 0 && n > 0:
+		// Ahead of the stream: reassembly queues it with the context.
+		a.ctxQueued = true
+	case diff == 0 && a.missing > 0:
+		c.gapAfter[d] = a.missing
+		c.shift[d] += uint32(a.missing)
+	case n > 0 && nextSeq.Difference(seq.Add(n)) <= 0:
+		a.stats.Retransmissions++
+	}
+	return true
+}
+
+// ReassembledSG hands in-order bytes to the Stream.
+func (c *conn) ReassembledSG(sg reassembly.ScatterGather, _ reassembly.AssemblerContext) {
+	dir, _, end, skip := sg.Info()
+	d := dirIndex(dir)
+	a := c.a
+	if end {
+		c.halfClosed[d] = true
+		if c.rst && c == a.cur && !a.synthetic && !c.halfClosed[1-d] {
+			a.pendingRST = c
+		}
+	}
+	if c.s == nil || c.done || c.closed {
+		return
+	}
+	fromA := d == 0
+	st := sg.Stats()
+	a.stats.OverlapBytes += int64(st.OverlapBytes)
+	n, _ := sg.Lengths()
+	ts := c.last
+	if n > 0 {
+		ts = sg.CaptureInfo(0).Timestamp
+	}
+	if skip > 0 {
+		a.stats.Gaps++
+		a.stats.GapBytes += int64(skip)
+		c.s.Gap(fromA, skip, ts)
+	}
+	if n > 0 {
+		a.stats.DeliveredBytes += int64(n)
+		if !c.s.Data(fromA, sg.Fetch(n), ts) {
+			c.done = true
+			c.gapAfter = [2]int{}
+			return
+		}
+	}
+	if g := c.gapAfter[d]; g > 0 {
+		c.gapAfter[d] = 0
+		a.stats.Gaps++
+		a.stats.GapBytes += int64(g)
+		c.s.Gap(fromA, g, ts)
+	}
+}
+
+// ReassemblyComplete is called once both directions ended (FIN, RST, idle,
+// end of input).
+func (c *conn) ReassemblyComplete(_ reassembly.AssemblerContext) bool {
+	if !c.closed {
+		c.closed = true
+		if c.s != nil {
+			c.s.Close(c.last)
+		}
+	}
+	// Stay in the pool until idle: late packets of the connection (the last
+	// ACK) must not look like a new one; a new SYN replaces it.
+	return false
+}

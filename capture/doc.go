@@ -1,0 +1,65 @@
+// Package capture is the first stage of kdupcap: it turns capture files into
+// the ordered bytes of each TCP connection, per direction.
+//
+//	capture -> decode -> detect -> report
+//
+// It takes files (pcap or pcapng, optionally gzip or zstd compressed, or
+// standard input) and gives reassembled TCP byte streams to a [Stream], an
+// interface made of standard types only, so that the Kafka decoder can
+// receive them without importing this package. capture knows packets and TCP
+// and never Kafka: it must never import decode, detect, report or anything
+// that knows the Kafka protocol; which side of a connection is the client is
+// the receiver's decision.
+//
+// # Reading
+//
+// [Open] or [NewSource] recognise the input by its magic bytes, never by its
+// name: gzip and zstd are removed transparently, then pcap (microsecond or
+// nanosecond timestamps, either byte order) is read with pcapgo.Reader and
+// pcapng with pcapgo.NgReader, which is told to keep packets of every
+// interface: each [Packet] carries the link type of its own interface.
+// [Source.Next] returns io.EOF at the clean end of the input.
+//
+// # Decoding and reassembly
+//
+// [Assembler.Add] decodes Ethernet (with 802.1Q and QinQ tags), Linux cooked
+// SLL and SLL2, BSD loopback (NULL and LOOP) and raw IP frames, IPv4 and IPv6,
+// and TCP, with one gopacket.DecodingLayerParser per first layer and
+// preallocated layers. TCP is reassembled with gopacket/reassembly:
+// connections seen from their middle are taken as they come, out-of-order
+// segments are put back in order, data already delivered (a TCP
+// retransmission, an overlap) is never delivered twice, and a hole the
+// capture cannot fill is reported with [Stream.Gap] before the data after it.
+// A new SYN on a 4-tuple whose connection ended starts a new connection.
+//
+// Time is packet time only, never the wall clock: once per
+// [AssemblerOptions].FlushInterval of packet time, data that waited
+// IdleTimeout for a hole is delivered after a Gap and connections idle for
+// IdleTimeout are closed. [Assembler.Close], at the end of the input, delivers
+// what is left and closes every Stream. An RST closes both directions.
+//
+// # Ownership
+//
+// [Packet].Data belongs to the Source and is valid until the next call to
+// Next; Add does not keep it. The data handed to [Stream.Data] belongs to
+// capture and is valid only during the call. Stream methods are called from
+// within Add and Close, on the caller's goroutine; neither Source nor
+// Assembler is safe for concurrent use.
+//
+// # Bad input
+//
+// Every error of a Source is an [*InputError] naming the file and the byte
+// offset of the capture stream reached (decompressed bytes for gzip and
+// zstd): an empty file, a file that is not a capture, a truncated or corrupt
+// one. Packets read before the error stay valid results. Bad packets are never
+// errors: frames that do not decode, of an unsupported link type, or that are
+// not TCP are counted in [Stats] and skipped; a frame cut by the snap length
+// is used as far as it goes and the missing bytes are reported as a gap.
+// Nothing in this package panics on bad input.
+//
+// # Allocations
+//
+// In the steady state, adding an in-order segment allocates nothing, whether
+// its connection is delivered or ignored; out-of-order segments are copied
+// into pooled pages until their hole is filled.
+package capture

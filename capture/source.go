@@ -1,0 +1,252 @@
+package capture
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Packet is one captured frame as read from a Source.
+type Packet struct {
+	// Data is the frame from its link-layer header on, as captured (cut at
+	// the snap length). It is owned by the Source and valid only until the
+	// next call to Next: copy what must be kept.
+	Data []byte
+	// CI is the capture metadata; CI.AncillaryData is always nil.
+	CI gopacket.CaptureInfo
+	// LinkType is the link type of the interface the frame was captured on
+	// (per packet in a pcapng file with several interfaces).
+	LinkType layers.LinkType
+}
+
+// Magic numbers, as the first four bytes of the input read little-endian.
+const (
+	magicPcapMicroLE = 0xa1b2c3d4
+	magicPcapMicroBE = 0xd4c3b2a1
+	magicPcapNanoLE  = 0xa1b23c4d
+	magicPcapNanoBE  = 0x4d3cb2a1
+	magicPcapng      = 0x0a0d0d0a
+	magicZstd        = 0xfd2fb528
+	magicGzip        = 0x8b1f // first two bytes only
+)
+
+// readerSize is the buffer of the reader under pcapgo; at least 4096 so that
+// pcapgo's own bufio.NewReader reuses it, which lets Source know how many
+// bytes the capture parser consumed.
+const readerSize = 1 << 16
+
+// zstdMaxWindow bounds the memory a zstd frame header can make the decoder
+// reserve (zstd --long uses 128 MiB windows).
+const zstdMaxWindow = 1 << 27
+
+// Source reads packets from one capture file: pcap (microsecond or
+// nanosecond timestamps, either byte order) or pcapng (any number of
+// interfaces and link types), optionally compressed with gzip or zstd. The
+// format is recognised by its magic bytes, never by the file name.
+//
+// A Source is not safe for concurrent use.
+type Source struct {
+	name    string
+	file    io.Closer // closed by Close when the Source opened it
+	closeFn func()    // releases the decompressor, if any
+	codec   string
+	cnt     *countingReader
+	br      *bufio.Reader
+	pcap    *pcapgo.Reader
+	ng      *pcapgo.NgReader
+	link    layers.LinkType
+	good    int64 // stream offset after the last whole packet
+	err     error // sticky: returned by every Next after the first error
+}
+
+// Open opens the named capture file; "-" reads standard input. Every error
+// is an *InputError.
+func Open(name string) (*Source, error) {
+	if name == "-" {
+		return NewSource("stdin", os.Stdin)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, &InputError{File: name, Err: err, header: true}
+	}
+	s, err := NewSource(name, f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.file = f
+	return s, nil
+}
+
+// NewSource reads a capture from r; name is used in errors only. It reads
+// the file header before returning. Every error is an *InputError. Close
+// does not close r.
+func NewSource(name string, r io.Reader) (*Source, error) {
+	s := &Source{name: name}
+	raw := bufio.NewReaderSize(r, readerSize)
+	head, err := raw.Peek(4)
+	if len(head) == 0 {
+		if err == nil || err == io.EOF {
+			err = ErrEmpty
+		}
+		return nil, &InputError{File: name, Err: err, header: true}
+	}
+	var dec io.Reader = raw
+	switch {
+	case len(head) >= 2 && binary.LittleEndian.Uint16(head) == magicGzip:
+		zr, err := gzip.NewReader(raw)
+		if err != nil {
+			return nil, s.fail(0, codecError("gzip", err))
+		}
+		s.codec, dec, s.closeFn = "gzip", zr, func() { zr.Close() }
+	case len(head) == 4 && binary.LittleEndian.Uint32(head) == magicZstd:
+		zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(zstdMaxWindow))
+		if err != nil {
+			return nil, s.fail(0, codecError("zstd", err))
+		}
+		s.codec, dec, s.closeFn = "zstd", zr, zr.Close
+	}
+	s.cnt = &countingReader{r: dec, codec: s.codec}
+	s.br = bufio.NewReaderSize(s.cnt, readerSize)
+	if err := s.open(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// open recognises the (decompressed) stream and reads its file header.
+func (s *Source) open() error {
+	magic, err := s.br.Peek(4)
+	switch {
+	case len(magic) == 0 && (err == nil || err == io.EOF):
+		return &InputError{File: s.name, Err: ErrEmpty, header: true, codec: s.codec}
+	case len(magic) < 4 && err != nil && err != io.EOF:
+		return s.fail(0, err)
+	case len(magic) < 4:
+		return &InputError{File: s.name, Err: fmt.Errorf("%w (only %d bytes)", ErrNotCapture, len(magic)), header: true, codec: s.codec}
+	}
+	switch binary.LittleEndian.Uint32(magic) {
+	case magicPcapMicroLE, magicPcapMicroBE, magicPcapNanoLE, magicPcapNanoBE:
+		r, err := pcapgo.NewReader(s.br)
+		if err != nil {
+			return s.fail(0, err)
+		}
+		s.pcap, s.link = r, r.LinkType()
+	case magicPcapng:
+		r, err := pcapgo.NewNgReader(s.br, pcapgo.NgReaderOptions{WantMixedLinkType: true})
+		if err != nil {
+			return s.fail(0, err)
+		}
+		s.ng = r
+	default:
+		return &InputError{File: s.name, Err: fmt.Errorf("%w (starts with 0x%08x)", ErrNotCapture, binary.BigEndian.Uint32(magic)), header: true, codec: s.codec}
+	}
+	s.good = s.consumed()
+	return nil
+}
+
+// Next returns the next packet, or io.EOF at the clean end of the input.
+// Any other error is an *InputError; after an error every call returns the
+// same error. The packet's Data is valid only until the next call.
+func (s *Source) Next() (Packet, error) {
+	if s.err != nil {
+		return Packet{}, s.err
+	}
+	var (
+		data []byte
+		ci   gopacket.CaptureInfo
+		err  error
+		link = s.link
+	)
+	if s.pcap != nil {
+		data, ci, err = s.pcap.ZeroCopyReadPacketData()
+	} else {
+		data, ci, err = s.ng.ZeroCopyReadPacketData()
+		if err == nil {
+			iface, ierr := s.ng.Interface(ci.InterfaceIndex)
+			if ierr != nil {
+				err = ierr
+			}
+			link = iface.LinkType
+		}
+	}
+	if err != nil {
+		if err == io.EOF {
+			s.err = io.EOF
+		} else {
+			s.err = s.fail(s.good, err)
+		}
+		return Packet{}, s.err
+	}
+	s.good = s.consumed()
+	ci.AncillaryData = nil
+	return Packet{Data: data, CI: ci, LinkType: link}, nil
+}
+
+// Close releases the decompressor and closes the file if Open opened it.
+func (s *Source) Close() error {
+	if s.closeFn != nil {
+		s.closeFn()
+		s.closeFn = nil
+	}
+	if s.file != nil {
+		f := s.file
+		s.file = nil
+		if err := f.Close(); err != nil {
+			return &InputError{File: s.name, Err: err, header: true}
+		}
+	}
+	return nil
+}
+
+func (s *Source) fail(off int64, err error) *InputError {
+	return &InputError{File: s.name, Offset: off, Err: err, codec: s.codec}
+}
+
+// consumed is how many bytes of the (decompressed) capture stream the
+// capture parser has taken.
+func (s *Source) consumed() int64 {
+	return s.cnt.n - int64(s.br.Buffered())
+}
+
+// countingReader counts the bytes read through it and names the codec in
+// the errors of a decompressor.
+type countingReader struct {
+	r     io.Reader
+	n     int64
+	codec string
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if err != nil && err != io.EOF && c.codec != "" {
+		err = codecError(c.codec, err)
+	}
+	return n, err
+}
+
+// codecError prefixes a decompressor's error with the codec's name, unless
+// the error already starts with it.
+func codecError(codec string, err error) error {
+	if strings.HasPrefix(err.Error(), codec+":") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", codec, err)
+}
