@@ -10,7 +10,8 @@ FUZZ_TARGETS = \
 	./capture:FuzzSource \
 	./capture:FuzzPacket \
 	./decode:FuzzConn \
-	./decode:FuzzProduceRequest
+	./decode:FuzzProduceRequest \
+	./detect:FuzzOrder
 
 .PHONY: all build demo test lint unit fuzz-smoke fuzz bench clean
 
@@ -46,13 +47,23 @@ fuzz-smoke:
 fuzz:
 	$(MAKE) fuzz-smoke FUZZTIME=2m
 
-# Throughput on a generated capture (BENCH_SIZE, default 100MB) and per-stage
-# Go benchmarks with allocations.
+# Throughput on generated captures (BENCH_SIZE, default 100MB; loopback-sized
+# and Ethernet-sized segments) beside the bare pcapgo read loop, per-stage Go
+# benchmarks with allocations, and the CLI's wall time and peak RSS. The
+# analyze benchmark fails if the findings differ from the generator's manifest.
 bench: build
 	mkdir -p $(BENCH_DIR)
-	$(GO) run ./internal/gencap/cmd/gencap -o $(BENCH_DIR)/bench.pcap -size $(BENCH_SIZE)
+	$(GO) run ./internal/gencap/cmd/gencap -o $(BENCH_DIR)/bench-lo.pcap -size $(BENCH_SIZE) -mtu 65535
+	$(GO) run ./internal/gencap/cmd/gencap -o $(BENCH_DIR)/bench-eth.pcap -size $(BENCH_SIZE) -mtu 1500
 	$(GO) test -run='^$$' -bench=. -benchmem ./capture ./decode ./detect
-	KDUPCAP_BENCH_PCAP=$(abspath $(BENCH_DIR)/bench.pcap) $(GO) test -run='^$$' -bench=Analyze -benchmem -benchtime=3x ./cmd/kdupcap
+	@for f in bench-lo bench-eth; do \
+		echo "== $$f.pcap"; \
+		KDUPCAP_BENCH_PCAP=$(abspath $(BENCH_DIR))/$$f.pcap $(GO) test -run='^$$' -bench='Analyze|ReadLoop' \
+			-benchmem -benchtime=3x ./cmd/kdupcap | grep -E '^Benchmark' || exit 1; \
+		if [ -x /usr/bin/time ]; then \
+			/usr/bin/time -f "kdupcap analyze: %e s wall, %M KB peak RSS" ./kdupcap analyze --format json $(BENCH_DIR)/$$f.pcap >/dev/null; \
+		fi; \
+	done
 
 clean:
 	rm -rf kdupcap $(BENCH_DIR)

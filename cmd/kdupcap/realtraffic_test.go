@@ -272,10 +272,13 @@ func describeLog(l *kafkatest.Log) string {
 }
 
 // keepOnFailure copies the capture out of the test's temporary directory when
-// the test fails, and names the copy, so the failure can be replayed.
+// the test fails, and names the copy, so the failure can be replayed. With
+// KDUPCAP_KEEP_CAPTURES=DIR every capture is kept in DIR, named after the
+// subtest (how the committed testdata captures were made).
 func keepOnFailure(t *testing.T, pcap string) {
 	t.Cleanup(func() {
-		if !t.Failed() {
+		keepDir := os.Getenv("KDUPCAP_KEEP_CAPTURES")
+		if !t.Failed() && keepDir == "" {
 			return
 		}
 		src, err := os.Open(pcap)
@@ -283,7 +286,13 @@ func keepOnFailure(t *testing.T, pcap string) {
 			return // no capture was made
 		}
 		defer src.Close()
-		dst, err := os.CreateTemp("", "kdupcap-realtraffic-*.pcap")
+		var dst *os.File
+		if keepDir != "" {
+			name := strings.NewReplacer("/", "_", " ", "-", ",", "").Replace(t.Name()) + ".pcap"
+			dst, err = os.Create(filepath.Join(keepDir, name))
+		} else {
+			dst, err = os.CreateTemp("", "kdupcap-realtraffic-*.pcap")
+		}
 		if err != nil {
 			t.Logf("capture %s not kept: %v", pcap, err)
 			return
