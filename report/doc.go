@@ -6,7 +6,7 @@
 // capture -> decode -> detect -> report. report takes detect.Finding values
 // and a Summary (plain counts the CLI gathers from every stage) and gives
 // text: human tables (NewTable, rendered with tablewriter) or JSON Lines
-// (NewJSON, one object per line, a public contract described in SCHEMA.md).
+// (NewJSON, one object per line, a public contract described in the README).
 // It imports detect only; it must never import capture or decode, so it knows
 // findings, never how they were found.
 //

@@ -10,7 +10,7 @@ import (
 
 // NewJSON returns a Writer of JSON Lines: one object per finding
 // ("type":"duplicate"), then one summary object ("type":"summary"). The
-// schema is in SCHEMA.md; it is a public contract.
+// schema is in the README; it is a public contract.
 func NewJSON(w io.Writer) Writer {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
