@@ -72,10 +72,21 @@ type Assembler struct {
 	missing    int  // truncated payload bytes of the packet being added
 	synthetic  bool // the segment being assembled is a made-up RST
 	pendingRST *conn
+	rstDir     int   // direction of pendingRST's RST
 	restart    bool  // the segment being assembled is a SYN opening a new connection on a 4-tuple still open
 	cur        *conn // the connection of the segment being assembled
 	rst        layers.TCP
 	rstHeader  [20]byte
+
+	// An acknowledged hole to fill before the packet is assembled again
+	// (see conn.ackedHole): its connection, first sequence number and size.
+	fillConn *conn
+	fillSeq  reassembly.Sequence
+	fillLen  int
+	filling  bool // the segment being assembled is the made-up filler
+	refilled bool // the packet is assembled again after a fill
+	zeros    []byte
+	offs     []int // reused by conn.boundaries
 }
 
 // NewAssembler returns an Assembler calling newStream for every connection.
@@ -134,6 +145,15 @@ func (a *Assembler) Add(p Packet) {
 	a.ctx.ci.AncillaryData = nil
 	a.asm.AssembleWithContext(a.dec.netFlow, tcp, a.ctx)
 	a.cur = nil
+	if a.fillConn != nil {
+		// The packet acknowledged bytes of the other direction that the
+		// capture lost: fill the hole (reported as a Gap), then assemble
+		// the packet again.
+		a.fillHole(a.dec.netFlow.Reverse(), tcp.DstPort, tcp.SrcPort)
+		a.refilled = true
+		a.asm.AssembleWithContext(a.dec.netFlow, tcp, a.ctx)
+		a.cur, a.refilled = nil, false
+	}
 	switch {
 	case a.restart:
 		// A SYN with a new sequence number on a connection whose end the
@@ -149,7 +169,14 @@ func (a *Assembler) Add(p Packet) {
 		// that sent it: close the other with a made-up RST at its next
 		// sequence number, so that both halves are closed and the 4-tuple
 		// can be reused by a new connection.
+		// Data of the other direction waiting behind a hole would be
+		// dropped with it: fill the hole first (a Gap), so that they are
+		// delivered before Close.
+		c, r := a.pendingRST, 1-a.rstDir
 		a.pendingRST = nil
+		if c.hasNext[r] && c.hasAhead[r] && c.askFill(r, c.ahead[r]) {
+			a.fillHole(a.dec.netFlow.Reverse(), tcp.DstPort, tcp.SrcPort)
+		}
 		a.synthRST(a.dec.netFlow.Reverse(), tcp.DstPort, tcp.SrcPort)
 	}
 }

@@ -223,6 +223,136 @@ func TestAssemblerScripts(t *testing.T) {
 		beforeClose: [][]string{{"A hello", "A gap 6", "A next", "B ok"}},
 		want:        [][]string{{"A hello", "A gap 6", "A next", "B ok", "close"}},
 		stats:       func(s Stats) bool { return s.Truncated == 1 && s.GapBytes == 6 },
+	}, {
+		// The snap length left none of the segment's payload: its bytes
+		// are a gap before the next segment's, never after them.
+		name: "snap length cut of a whole payload",
+		script: script(handshake, []seg{
+			{fromA: true, seq: 1001, flags: "PA", data: "hello"},
+			{fromA: true, seq: 1006, flags: "PA", data: "world", cut: 5},
+			{fromA: true, seq: 1011, flags: "PA", data: "next"},
+			{fromA: false, seq: 5001, flags: "PA", data: "ok"},
+		}),
+		beforeClose: [][]string{{"A hello", "A gap 5", "A next", "B ok"}},
+		want:        [][]string{{"A hello", "A gap 5", "A next", "B ok", "close"}},
+		stats:       func(s Stats) bool { return s.Truncated == 1 && s.GapBytes == 5 && s.Gaps == 1 },
+	}, {
+		name: "snap length cut of a whole payload then fin",
+		script: script(handshake, []seg{
+			{fromA: true, seq: 1001, flags: "PA", data: "hello"},
+			{fromA: true, seq: 1006, flags: "PA", data: "world", cut: 5},
+		}, finish(1011, 5001)),
+		beforeClose: [][]string{{"A hello", "A gap 5", "close"}},
+		want:        [][]string{{"A hello", "A gap 5", "close"}},
+	}, {
+		// The capture lost a request segment the broker acknowledged: the
+		// hole is skipped at once, so the requests after it come before
+		// the response answering them, not an idle timeout later.
+		name: "hole acknowledged by the peer is skipped at once",
+		script: script(handshake, []seg{
+			{fromA: true, seq: 1005, flags: "PA", data: "req2"},
+			{fromA: false, seq: 5001, flags: "PA", data: "resp", ack: 1009},
+		}),
+		beforeClose: [][]string{{"A gap 4", "A req2", "B resp"}},
+		want:        [][]string{{"A gap 4", "A req2", "B resp", "close"}},
+		stats:       func(s Stats) bool { return s.Gaps == 1 && s.GapBytes == 4 && s.DeliveredBytes == 8 },
+	}, {
+		name: "hole acknowledged in part waits for the rest",
+		script: script(handshake, []seg{
+			{fromA: true, seq: 1009, flags: "PA", data: "req3"},
+			{fromA: false, seq: 5001, flags: "PA", data: "resp", ack: 1005},
+			{fromA: true, seq: 1005, flags: "PA", data: "req2"},
+		}),
+		beforeClose: [][]string{{"A gap 4", "B resp", "A req2req3"}},
+		want:        [][]string{{"A gap 4", "B resp", "A req2req3", "close"}},
+	}, {
+		name: "ack beyond with nothing queued waits",
+		script: script(handshake, []seg{
+			{fromA: false, seq: 5001, flags: "PA", data: "x", ack: 1006},
+			{fromA: true, seq: 1006, flags: "PA", data: "next"},
+			{fromA: false, seq: 5002, flags: "PA", data: "y", ack: 1010},
+		}),
+		beforeClose: [][]string{{"B x", "A gap 5", "A next", "B y"}},
+		want:        [][]string{{"B x", "A gap 5", "A next", "B y", "close"}},
+	}, {
+		name: "hole acknowledged across sequence wraparound",
+		script: []seg{
+			{fromA: true, seq: 0xfffffffe, flags: "PA", data: "a"},
+			{fromA: true, seq: 3, flags: "PA", data: "req2"},
+			{fromA: false, seq: 5001, flags: "PA", data: "resp", ack: 7},
+		},
+		beforeClose: [][]string{{"A a", "A gap 4", "A req2", "B resp"}},
+		want:        [][]string{{"A a", "A gap 4", "A req2", "B resp", "close"}},
+	}, {
+		name: "old ack and duplicate acks skip nothing",
+		script: script(handshake, []seg{
+			{fromA: true, seq: 1005, flags: "PA", data: "req2"},
+			{fromA: false, seq: 5001, flags: "A", ack: 1001},
+			{fromA: false, seq: 5001, flags: "A", ack: 1001},
+			{fromA: true, seq: 1001, flags: "PA", data: "req1"},
+			{fromA: false, seq: 5001, flags: "PA", data: "resp", ack: 1009},
+		}),
+		beforeClose: [][]string{{"A req1req2", "B resp"}},
+		want:        [][]string{{"A req1req2", "B resp", "close"}},
+	}, {
+		// The peer's RST ends the connection while data waits behind a
+		// hole: it is still delivered, after the Gap, before Close.
+		name: "rst with data queued behind a hole",
+		script: script(handshake, []seg{
+			{fromA: true, seq: 1005, flags: "PA", data: "req1"},
+			{fromA: false, seq: 5001, flags: "R"},
+		}),
+		beforeClose: [][]string{{"A gap 4", "A req1", "close"}},
+		want:        [][]string{{"A gap 4", "A req1", "close"}},
+	}, {
+		name: "fin with data queued behind a hole",
+		script: script(handshake, []seg{
+			{fromA: true, seq: 1005, flags: "PA", data: "req1"},
+			{fromA: true, seq: 1009, flags: "FA"},
+			{fromA: false, seq: 5001, flags: "FA"},
+		}),
+		want: [][]string{{"A gap 4", "A req1", "close"}},
+	}, {
+		// After a fill, data may still wait behind a second hole whose
+		// start is unknown: a later acknowledgment must not fill over it.
+		name: "two holes, the second never filled over its data",
+		script: script(handshake, []seg{
+			{fromA: true, seq: 1005, flags: "PA", data: "bbbb"},
+			{fromA: true, seq: 1013, flags: "PA", data: "dddd"},
+			{fromA: false, seq: 5001, flags: "PA", data: "x", ack: 1009},
+			{fromA: true, seq: 1021, flags: "PA", data: "ffff"},
+			{fromA: false, seq: 5002, flags: "PA", data: "y", ack: 1025},
+		}),
+		beforeClose: [][]string{{"A gap 4", "A bbbb", "B xy"}},
+		want:        [][]string{{"A gap 4", "A bbbb", "B xy", "A gap 4", "A dddd", "A gap 4", "A ffff", "close"}},
+	}, {
+		name: "keep-alive with one byte of old data",
+		script: script(handshake, []seg{
+			{fromA: true, seq: 1001, flags: "PA", data: "hello"},
+			{fromA: true, seq: 1005, flags: "A", data: "o"},
+			{fromA: true, seq: 1006, flags: "PA", data: "next"},
+		}),
+		want:  [][]string{{"A hellonext", "close"}},
+		stats: func(s Stats) bool { return s.Retransmissions == 1 && s.Gaps == 0 },
+	}, {
+		name: "zero-window probe then the whole segment",
+		script: script(handshake, []seg{
+			{fromA: true, seq: 1001, flags: "A", data: "h"},
+			{fromA: true, seq: 1001, flags: "A", data: "h"},
+			{fromA: true, seq: 1001, flags: "PA", data: "hello"},
+		}),
+		want:  [][]string{{"A hello", "close"}},
+		stats: func(s Stats) bool { return s.DeliveredBytes == 5 && s.Gaps == 0 },
+	}, {
+		name: "rst mid-stream from the client",
+		script: script(handshake, []seg{
+			{fromA: true, seq: 1001, flags: "PA", data: "req"},
+			{fromA: false, seq: 5001, flags: "PA", data: "resp"},
+			{fromA: true, seq: 1004, flags: "RA"},
+			{fromA: false, seq: 5005, flags: "PA", data: "late"},
+		}),
+		beforeClose: [][]string{{"A req", "B resp", "close"}},
+		want:        [][]string{{"A req", "B resp", "close"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

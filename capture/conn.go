@@ -51,6 +51,22 @@ type conn struct {
 	// SYN with another one opens a new connection.
 	isn    [2]uint32
 	hasISN [2]bool
+	// next is the sequence number (moved down by shift) a direction
+	// expects next, once known. queued says reassembly may hold data of
+	// the direction beyond a hole, up to aheadEnd; hasAhead that ahead is
+	// the lowest sequence number of that data (unknown once part of the
+	// queue was delivered, until all of it was).
+	next, ahead, aheadEnd     [2]reassembly.Sequence
+	hasNext, queued, hasAhead [2]bool
+	// fill is the size of the made-up bytes that open the next delivery
+	// of a direction: they stand for a hole the peer acknowledged, and are
+	// reported as a Gap, never as data.
+	fill [2]int
+	// starts are the sequence numbers at which queued segments of a
+	// direction begin (at most maxStarts), so that data delivered after a
+	// hole keeps its segment boundaries: a receiver resyncing its framing
+	// after a Gap looks for a message at the start of a Data call.
+	starts [2][]reassembly.Sequence
 }
 
 func dirIndex(dir reassembly.TCPFlowDirection) int {
@@ -69,6 +85,18 @@ func (c *conn) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly.T
 		return false
 	}
 	a := c.a
+	if a.filling {
+		// The made-up segment filling an acknowledged hole must land
+		// exactly at the hole, or it is not used.
+		d := dirIndex(dir)
+		if nextSeq == noSequence || nextSeq != reassembly.Sequence(tcp.Seq) {
+			// Not where it was expected: stop trying for this queue.
+			c.fill[d], c.hasAhead[d] = 0, false
+			return false
+		}
+		c.rst = false
+		return true
+	}
 	if tcp.SYN && !tcp.ACK && !a.synthetic {
 		d := dirIndex(dir)
 		switch {
@@ -105,13 +133,19 @@ func (c *conn) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly.T
 		c.rst = tcp.RST
 		return true
 	}
+	if tcp.ACK && !a.refilled && c.ackedHole(d, tcp.Ack) {
+		// Assembled again by Add once the hole is filled.
+		return false
+	}
 	c.rst = tcp.RST
 	tcp.Seq -= c.shift[d]
 	n := len(tcp.Payload)
+	if nextSeq != noSequence {
+		c.next[d], c.hasNext[d] = nextSeq, true
+	}
 	if nextSeq == noSequence || tcp.SYN {
 		if a.missing > 0 && !tcp.SYN {
-			c.gapAfter[d] = a.missing
-			c.shift[d] += uint32(a.missing)
+			c.cut(d, n, ci)
 		}
 		return true
 	}
@@ -121,13 +155,30 @@ func (c *conn) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly.T
 	case diff > 0 && n > 0:
 		// Ahead of the stream: reassembly queues it with the context.
 		a.ctxQueued = true
+		c.queue(d, seq, seq.Add(n))
 	case diff == 0 && a.missing > 0:
-		c.gapAfter[d] = a.missing
-		c.shift[d] += uint32(a.missing)
+		c.cut(d, n, ci)
 	case n > 0 && nextSeq.Difference(seq.Add(n)) <= 0:
 		a.stats.Retransmissions++
 	}
 	return true
+}
+
+// cut handles an in-order segment of direction d whose last a.missing
+// payload bytes the snap length cut off: later segments are moved down so
+// that they follow on at once, and the cut bytes are a Gap after the n bytes
+// captured. With no byte captured, reassembly delivers nothing for the
+// segment, so the Gap is reported now, before the next segment's bytes.
+func (c *conn) cut(d, n int, ci gopacket.CaptureInfo) {
+	a := c.a
+	c.shift[d] += uint32(a.missing)
+	if n > 0 {
+		c.gapAfter[d] = a.missing
+		return
+	}
+	a.stats.Gaps++
+	a.stats.GapBytes += int64(a.missing)
+	c.s.Gap(d == 0, a.missing, ci.Timestamp)
 }
 
 // ReassembledSG hands in-order bytes to the Stream.
@@ -138,7 +189,7 @@ func (c *conn) ReassembledSG(sg reassembly.ScatterGather, _ reassembly.Assembler
 	if end {
 		c.halfClosed[d] = true
 		if c.rst && c == a.cur && !a.synthetic && !c.halfClosed[1-d] {
-			a.pendingRST = c
+			a.pendingRST, a.rstDir = c, d
 		}
 	}
 	if c.s == nil || c.done || c.closed {
@@ -148,6 +199,18 @@ func (c *conn) ReassembledSG(sg reassembly.ScatterGather, _ reassembly.Assembler
 	st := sg.Stats()
 	a.stats.OverlapBytes += int64(st.OverlapBytes)
 	n, _ := sg.Lengths()
+	first, known := c.next[d].Add(max(skip, 0)), c.hasNext[d] // of the first byte
+	if c.hasNext[d] {
+		c.next[d] = c.next[d].Add(n + max(skip, 0))
+		if c.queued[d] {
+			switch {
+			case c.next[d].Difference(c.aheadEnd[d]) <= 0:
+				c.queued[d], c.hasAhead[d] = false, false // all delivered
+			case c.next[d].Difference(c.ahead[d]) <= 0:
+				c.hasAhead[d] = false // some delivered: the rest's start is unknown
+			}
+		}
+	}
 	ts := c.last
 	if n > 0 {
 		ts = sg.CaptureInfo(0).Timestamp
@@ -157,11 +220,38 @@ func (c *conn) ReassembledSG(sg reassembly.ScatterGather, _ reassembly.Assembler
 		a.stats.GapBytes += int64(skip)
 		c.s.Gap(fromA, skip, ts)
 	}
+	var data []byte
+	if n > 0 {
+		data = sg.Fetch(n)
+	}
+	f := 0
+	if a.filling {
+		f = min(c.fill[d], n)
+	}
+	if f > 0 {
+		// The made-up bytes filling an acknowledged hole.
+		c.fill[d] = 0
+		a.stats.Gaps++
+		a.stats.GapBytes += int64(f)
+		c.s.Gap(fromA, f, ts)
+		data, n, first = data[f:], n-f, first.Add(f)
+		if n > 0 {
+			ts = sg.CaptureInfo(f).Timestamp
+		}
+	}
 	if n > 0 {
 		a.stats.DeliveredBytes += int64(n)
-		if !c.s.Data(fromA, sg.Fetch(n), ts) {
-			c.done = true
-			c.gapAfter = [2]int{}
+		// One call per queued segment delivered here, one for the rest.
+		prev := 0
+		for _, off := range c.boundaries(d, first, n, known) {
+			if !c.s.Data(fromA, data[prev:off], ts) {
+				c.stop()
+				return
+			}
+			prev, ts = off, sg.CaptureInfo(f+off).Timestamp
+		}
+		if !c.s.Data(fromA, data[prev:], ts) {
+			c.stop()
 			return
 		}
 	}
@@ -171,6 +261,13 @@ func (c *conn) ReassembledSG(sg reassembly.ScatterGather, _ reassembly.Assembler
 		a.stats.GapBytes += int64(g)
 		c.s.Gap(fromA, g, ts)
 	}
+}
+
+// stop ends delivery once the Stream's Data returned false.
+func (c *conn) stop() {
+	c.done = true
+	c.gapAfter = [2]int{}
+	c.starts = [2][]reassembly.Sequence{}
 }
 
 // ReassemblyComplete is called once both directions ended (FIN, RST, idle,

@@ -30,6 +30,11 @@
 // segments are put back in order, data already delivered (a TCP
 // retransmission, an overlap) is never delivered twice, and a hole the
 // capture cannot fill is reported with [Stream.Gap] before the data after it.
+// A hole the other side has acknowledged (the peer got bytes the capture
+// lost) is skipped as soon as the acknowledgment is seen, before that
+// acknowledging segment is delivered, so that a request after the hole still
+// comes before the response answering it; other holes wait for IdleTimeout.
+// An RST does not drop data waiting behind a hole of the other direction.
 // A new SYN on a 4-tuple whose connection ended starts a new connection.
 //
 // Time is packet time only, never the wall clock: once per
@@ -54,12 +59,15 @@
 // one. Packets read before the error stay valid results. Bad packets are never
 // errors: frames that do not decode, of an unsupported link type, or that are
 // not TCP are counted in [Stats] and skipped; a frame cut by the snap length
-// is used as far as it goes and the missing bytes are reported as a gap.
+// is used as far as it goes and the missing bytes are reported as a gap,
+// before the bytes of the next segment, even when nothing of it was captured.
 // Nothing in this package panics on bad input.
 //
 // # Allocations
 //
 // In the steady state, adding an in-order segment allocates nothing, whether
 // its connection is delivered or ignored; out-of-order segments are copied
-// into pooled pages until their hole is filled.
+// into pooled pages until their hole is filled, and their starts are noted
+// (up to 256 per direction) so that the data after a hole is handed over
+// one Data call per captured segment, where a receiver can resync.
 package capture

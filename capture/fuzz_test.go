@@ -148,6 +148,29 @@ func FuzzPacket(f *testing.F) {
 		}
 		f.Add(uint8(link), packetRecords(raw))
 	}
+	// Holes the peer acknowledges (filled at once), one of them cut by a
+	// peer's RST, and a segment the snap length cut to nothing.
+	for _, sc := range [][]seg{
+		script(handshake, []seg{
+			{fromA: true, seq: 1005, flags: "PA", data: "bbbb"},
+			{fromA: true, seq: 1013, flags: "PA", data: "dddd"},
+			{fromA: false, seq: 5001, flags: "PA", data: "x", ack: 1009},
+			{fromA: true, seq: 1021, flags: "PA", data: "ffff"},
+			{fromA: false, seq: 5002, flags: "PA", data: "y", ack: 1025},
+			{fromA: false, seq: 5003, flags: "R"},
+		}),
+		script(handshake, []seg{
+			{fromA: true, seq: 1001, flags: "PA", data: "hello"},
+			{fromA: true, seq: 1006, flags: "PA", data: "world", cut: 5},
+			{fromA: true, seq: 1011, flags: "PA", data: "next"},
+		}),
+	} {
+		var raw [][]byte
+		for _, p := range packets(f, rawFrame, client4, server4, sc) {
+			raw = append(raw, p.Data)
+		}
+		f.Add(uint8(0), packetRecords(raw))
+	}
 	f.Fuzz(func(t *testing.T, link uint8, records []byte) {
 		lt := fuzzLinks[int(link)%len(fuzzLinks)]
 		pkts, steps := splitRecords(records)

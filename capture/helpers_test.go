@@ -30,6 +30,7 @@ type seg struct {
 	at    time.Duration // from t0; 0 means "1ms after the previous segment"
 	cut   int           // bytes the snap length cuts from the end of the frame
 	other bool          // from the client's other port (a second connection)
+	ack   uint32        // acknowledgment number; 0 means 1
 }
 
 // frame is how a test packet is wrapped below IP.
@@ -119,7 +120,7 @@ func ipTCP(tb testing.TB, v6 bool, src, dst netip.AddrPort, s seg) []byte {
 		SrcPort: layers.TCPPort(src.Port()),
 		DstPort: layers.TCPPort(dst.Port()),
 		Seq:     s.seq,
-		Ack:     1,
+		Ack:     max(s.ack, 1),
 		Window:  65535,
 		SYN:     strings.Contains(s.flags, "S"),
 		ACK:     strings.Contains(s.flags, "A"),

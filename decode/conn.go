@@ -149,6 +149,11 @@ func (c *Conn) Data(fromA bool, data []byte, ts time.Time) bool {
 			return true
 		}
 	}
+	// While probing, cand is dir.buf[base:] and dir.marks[k:] the segment
+	// boundaries not tried yet: failed candidates are passed over without
+	// moving the buffer, which is compacted once, so that a buffer of many
+	// small segments costs linear work, not a copy per boundary.
+	base, k := 0, 0
 	for {
 		verdict, need := c.probe(dir, cand)
 		if verdict == probeMore && len(cand) > probeBytes {
@@ -165,6 +170,12 @@ func (c *Conn) Data(fromA bool, data []byte, ts time.Time) bool {
 				dir.buf = append(dir.buf[:0], data...)
 				dir.probing = true
 				dir.marks = dir.marks[:0]
+			} else if base > 0 {
+				dir.buf = dir.buf[:copy(dir.buf, dir.buf[base:])]
+				dir.marks = dir.marks[:copy(dir.marks, dir.marks[k:])]
+				for i := range dir.marks {
+					dir.marks[i] -= base
+				}
 			}
 			return c.checkSniff()
 		}
@@ -172,23 +183,20 @@ func (c *Conn) Data(fromA bool, data []byte, ts time.Time) bool {
 			c.sniffTries++
 		}
 		dir.lost = true
-		if !dir.probing || len(dir.marks) == 0 {
+		if !dir.probing || k == len(dir.marks) {
 			c.d.stats.DroppedBytes += int64(len(cand))
 			dir.probing = false
-			dir.buf = dir.buf[:0]
+			dir.buf, dir.marks = dir.buf[:0], dir.marks[:0]
 			return c.checkSniff()
 		}
 		// A candidate that waited for more bytes failed: try the next
 		// segment boundary within what was buffered.
-		m := dir.marks[0]
-		c.d.stats.DroppedBytes += int64(m)
-		dir.buf = dir.buf[:copy(dir.buf, dir.buf[m:])]
-		dir.marks = dir.marks[1:]
-		for i := range dir.marks {
-			dir.marks[i] -= m
-		}
-		pos += int64(m)
-		cand = dir.buf
+		m := dir.marks[k]
+		k++
+		c.d.stats.DroppedBytes += int64(m - base)
+		pos += int64(m - base)
+		base = m
+		cand = dir.buf[base:]
 		dir.need = 0
 		if !c.checkSniff() {
 			return false

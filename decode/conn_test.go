@@ -45,6 +45,13 @@ func TestFraming(t *testing.T) {
 	truncated := requestFrame(produceRequest(9, -1, part{"t", 0, recordBatch(1, 0, 0, 1, "r")}), 3, "c")
 	truncated = truncated[:len(truncated)-10]
 	binary.BigEndian.PutUint32(truncated, uint32(len(truncated)-4))
+	// A v9 request header with 65 empty tagged fields (key 0, size 0).
+	manyTags := []byte{0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 3, 0, 1, 'c', 65}
+	for range 65 {
+		manyTags = append(manyTags, 0, 0)
+	}
+	manyTags = append(manyTags, make([]byte, 20)...)
+	binary.BigEndian.PutUint32(manyTags, uint32(len(manyTags)-4))
 	partialBatch := requestFrame(produceRequest(9, -1, part{"t", 0, append(recordBatch(1, 0, 0, 1, "r"), recordBatch(1, 0, 1, 1, "s")[:30]...)}), 4, "c")
 
 	tests := []struct {
@@ -75,6 +82,13 @@ func TestFraming(t *testing.T) {
 			want:   []int32{1, 2},
 			stats:  Stats{Malformed: 1, Resyncs: 1},
 			errs:   []string{"frame size 5000 at 10.0.0.4:9092->10.0.0.1:55000 byte "},
+		},
+		{
+			name:   "header with too many tagged fields",
+			script: []msg{produceMsg(1), {fromClient: true, frame: manyTags}, produceMsg(2), answerMsg(1), answerMsg(2)},
+			want:   []int32{1, 2},
+			stats:  Stats{Malformed: 1},
+			errs:   []string{"65 tagged fields"},
 		},
 		{
 			name:   "unknown api key is skipped",

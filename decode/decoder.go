@@ -36,6 +36,17 @@ const (
 	// keepBufBytes: a direction's frame buffer grown beyond this for one
 	// large frame is released after it.
 	keepBufBytes = 1 << 20
+	// maxClientIDs bounds the distinct client.ids a connection lists and
+	// shares; a client sets one, so more are a sign of junk, and each
+	// further one is only copied for its exchange.
+	maxClientIDs = 16
+	// maxNames bounds the interned topic names and maxTopicIDs the topic
+	// IDs learned from Metadata responses, over the whole run: a cluster
+	// has that many topics at most in any capture worth reading, and junk
+	// must not grow them without end. Past the bound names are copied
+	// rather than shared and new IDs are not learned.
+	maxNames    = 1 << 18
+	maxTopicIDs = 1 << 18
 )
 
 // Options configure a Decoder.
@@ -188,7 +199,9 @@ func (d *Decoder) intern(s string) string {
 		return n
 	}
 	n := strings.Clone(s)
-	d.names[n] = n
+	if len(d.names) < maxNames {
+		d.names[n] = n
+	}
 	return n
 }
 

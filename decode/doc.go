@@ -60,5 +60,12 @@
 // A connection on a configured port is never given up; a sniffed one is,
 // once 128 KiB or 32 segment starts of it did not parse as a request.
 //
+// What decode keeps is bounded whatever the wire carries: per connection
+// the pending requests (Options.MaxPending), the start of one frame per
+// direction (Options.MaxFrameBytes), a candidate frame start while unsynced
+// (64 KiB, judged in work linear in its bytes), 16 distinct client.ids
+// listed and shared; per Decoder the interned topic names and the topic IDs
+// learned (2^18 each), and 20 error messages.
+//
 // A Decoder is not safe for concurrent use.
 package decode

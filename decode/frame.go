@@ -36,6 +36,9 @@ type requestHeader struct {
 	nullClientID bool
 	flexible     bool
 	size         int // header bytes; the body follows
+	// need is, when the tagged fields were cut short, the length the
+	// frame must reach before they can be read further.
+	need int
 }
 
 // parseRequestHeader parses the request header at the start of frame, the
@@ -81,8 +84,9 @@ func (d *Decoder) parseRequestHeader(frame []byte, complete bool) (requestHeader
 		rest = rest[n:]
 	}
 	if h.flexible {
-		tags, err := skipTags(rest)
+		tags, need, err := skipTags(rest)
 		if err == errShort {
+			h.need = len(frame) - len(rest) + need
 			return h, short("tagged fields")
 		}
 		if err != nil {
@@ -94,12 +98,21 @@ func (d *Decoder) parseRequestHeader(frame []byte, complete bool) (requestHeader
 	return h, nil
 }
 
-// skipTags returns the length of the tagged fields at the start of b.
-func skipTags(b []byte) (int, error) {
+// maxTags bounds the tagged fields of a header: clients and brokers send
+// none in headers, and a candidate frame start read again as its bytes come
+// in must not cost work quadratic in a long run of them.
+const maxTags = 64
+
+// skipTags returns the length of the tagged fields at the start of b. When
+// b ends inside them (errShort), need is the length b must reach before
+// they can be read further: exactly, so that a frame start is judged as
+// soon as its bytes are there, however they were cut.
+func skipTags(b []byte) (n, need int, err error) {
 	off := 0
 	uvarint := func() (uint32, error) {
 		v, n := kbin.Uvarint(b[off:])
 		if n == 0 {
+			need = off + 1
 			return 0, errShort
 		}
 		if n < 0 {
@@ -110,22 +123,25 @@ func skipTags(b []byte) (int, error) {
 	}
 	num, err := uvarint()
 	if err != nil {
-		return 0, err
+		return 0, need, err
+	}
+	if num > maxTags {
+		return 0, 0, fmt.Errorf("%d tagged fields", num)
 	}
 	for ; num > 0; num-- {
 		if _, err := uvarint(); err != nil { // tag key
-			return 0, err
+			return 0, need, err
 		}
 		size, err := uvarint()
 		if err != nil {
-			return 0, err
+			return 0, need, err
 		}
 		if uint64(size) > uint64(len(b)-off) {
-			return 0, errShort
+			return 0, off + int(min(size, 1<<30)), errShort
 		}
 		off += int(size)
 	}
-	return off, nil
+	return off, 0, nil
 }
 
 // probe is the verdict on a candidate frame start of an unsynced direction.
@@ -154,7 +170,7 @@ func (d *Decoder) probeRequest(b []byte, strict bool) (probe, int) {
 	frame := b[4:min(len(b), 4+int(size))]
 	h, err := d.parseRequestHeader(frame, complete)
 	if err == errShort {
-		need := min(2*len(b), 4+int(size)) // in the tagged fields
+		need := min(4+h.need, 4+int(size)) // in the tagged fields
 		if len(frame) < minRequestFrame {
 			need = 4 + minRequestFrame
 		} else if n := int(int16(binary.BigEndian.Uint16(frame[8:]))); len(frame) < minRequestFrame+n {
@@ -205,7 +221,7 @@ func (c *Conn) probeResponse(b []byte) (probe, int) {
 	}
 	body := b[8 : 4+size]
 	if p.flexible {
-		n, err := skipTags(body)
+		n, _, err := skipTags(body)
 		if err != nil {
 			return probeNo, 0
 		}

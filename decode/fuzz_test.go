@@ -143,8 +143,9 @@ func produceFrame(v int16, body []byte) []byte {
 
 // FuzzProduceRequest takes bytes as a ProduceRequest body of a
 // fuzzer-chosen version: what kmsg parses re-encodes to bytes that parse
-// equal, and decode makes the same exchange of both; what kmsg refuses
-// makes no exchange.
+// equal, and decode makes the same exchange of both; what kmsg refuses, or
+// announces more topics than its bytes hold as real ones, makes no
+// exchange.
 func FuzzProduceRequest(f *testing.F) {
 	for v := int16(0); v <= 13; v++ {
 		frame := versionScript(v, 1)[0].frame
@@ -170,6 +171,14 @@ func FuzzProduceRequest(f *testing.F) {
 			}
 			return
 		}
+		if perr := plausibleTopics(produceRequestTopics(body, v)); perr != nil {
+			// More topics than real ones would fit: refused before kmsg
+			// allocates them, though kmsg takes empty topics.
+			if len(xs) != 0 {
+				t.Fatalf("topics count refused (%v) but decode made %d exchanges", perr, len(xs))
+			}
+			return
+		}
 		enc := r1.AppendTo(nil)
 		var r2 kmsg.ProduceRequest
 		r2.Version = v
@@ -178,6 +187,11 @@ func FuzzProduceRequest(f *testing.F) {
 		}
 		if !reflect.DeepEqual(r1, r2) {
 			t.Fatalf("re-encoded body parses differently:\n%+v\n%+v", r1, r2)
+		}
+		if plausibleTopics(produceRequestTopics(enc, v)) != nil {
+			// The topics count is judged against the bytes left, and
+			// re-encoding drops trailing bytes kmsg ignored.
+			return
 		}
 		xs2, _ := decodeStreams(Options{}, produceFrame(v, enc), nil, whole)
 		if len(xs) != 1 || !reflect.DeepEqual(xs, xs2) {

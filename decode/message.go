@@ -45,6 +45,10 @@ func (c *Conn) clientID(h requestHeader) *string {
 		}
 	}
 	s := string(h.clientID)
+	if len(c.clientIDs) >= maxClientIDs {
+		// Bounded: shared and listed no more, copied for its exchange.
+		return &s
+	}
 	c.clientIDs = append(c.clientIDs, &s)
 	c.sum.ClientIDs = append(c.sum.ClientIDs, s)
 	c.lastClient = &s
@@ -62,7 +66,7 @@ func (c *Conn) response(dir *direction, frame []byte, pos int64, ts time.Time) {
 	p := c.answered(i)
 	body := frame[4:]
 	if p.flexible && p.key != keyApiVersions {
-		n, err := skipTags(body)
+		n, _, err := skipTags(body)
 		if err != nil {
 			c.d.errorf(c, dir.fromA, pos, "response header tagged fields: truncated or overflowing")
 			if p.x != nil {

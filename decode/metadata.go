@@ -24,8 +24,19 @@ func (c *Conn) metadataResponse(dir *direction, p pending, body []byte, pos int6
 		if t.Topic == nil || *t.Topic == "" || t.TopicID == ([16]byte{}) {
 			continue
 		}
-		if name, ok := d.topicIDs[t.TopicID]; !ok || name != *t.Topic {
-			d.topicIDs[t.TopicID] = d.intern(*t.Topic)
-		}
+		d.learnTopic(t.TopicID, *t.Topic)
+	}
+}
+
+// learnTopic records name as the topic with ID id; name may alias frame
+// bytes.
+func (d *Decoder) learnTopic(id [16]byte, name string) {
+	old, ok := d.topicIDs[id]
+	switch {
+	case ok && old == name:
+	case !ok && len(d.topicIDs) >= maxTopicIDs:
+		// Bounded: an ID first seen past the bound stays unnamed.
+	default:
+		d.topicIDs[id] = d.intern(name)
 	}
 }

@@ -82,14 +82,20 @@ func (b *batch) finding() Finding {
 }
 
 // cause says why cur was sent, judged against the attempt sent before it.
+// An acks=0 request is never answered, so no client waits on one or retries
+// it: sending its bytes again is not a retry. An answer captured at the very
+// instant cur was sent cannot have caused it (the client needs time to read
+// it), so only an answer captured strictly before cur counts. Clients take
+// DUPLICATE_SEQUENCE_NUMBER as success.
 func cause(prev, cur *attempt) (Cause, string) {
-	if !prev.responded || prev.respTime > cur.reqTime {
+	switch {
+	case prev.acks == 0:
+		return CauseNotARetry, ""
+	case !prev.responded || prev.respTime >= cur.reqTime:
 		return CauseClientTimeout, ""
-	}
-	if !prev.partResp {
+	case !prev.partResp:
 		return CauseBrokerError, "no answer for the partition"
-	}
-	if prev.errorCode == 0 {
+	case prev.errorCode == 0 || prev.errorCode == errDuplicateSequenceNumber:
 		return CauseNotARetry, ""
 	}
 	return CauseBrokerError, ErrorName(prev.errorCode)

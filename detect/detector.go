@@ -89,8 +89,11 @@ func (d *Detector) Produce(x *decode.Exchange) {
 		resp = unixNano(x.ResponseTime)
 		seen = max(seen, resp)
 	}
-	if seen > d.newest {
-		d.newest = seen
+	// Forget what the window lost by the time this request was sent, file
+	// its batches, then move on to the time of its answer: a resend sent
+	// within the window is grouped even if its answer comes after it.
+	if req > d.newest {
+		d.newest = req
 		d.expire()
 	}
 	for i := range x.Batches {
@@ -115,6 +118,10 @@ func (d *Detector) Produce(x *decode.Exchange) {
 			at.logAppendTime = r.LogAppendTime
 		}
 		d.add(conn, bt, &at, seen)
+	}
+	if seen > d.newest {
+		d.newest = seen
+		d.expire()
 	}
 }
 
@@ -146,6 +153,9 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 
 	if found {
 		b := d.slab.at(slot)
+		if b.sameRequest(at) {
+			return
+		}
 		d.stats.Resends++
 		b.more = append(b.more, *at)
 		if b.topic == "" && bt.Topic != "" {

@@ -28,9 +28,12 @@ func exchangesFrom(data []byte) []*decode.Exchange {
 		sent := float64(i)*10 + float64(when%8)
 		codes := []int16{0, 7, 20, 46, 6, 45}
 		var x *decode.Exchange
-		if answer&7 == 7 {
+		switch {
+		case answer&7 == 7 && when&8 != 0 && b.ProducerID < 0:
+			x = acks0(ex(c, int32(i/4), sent, noAnswer, 0, 0, b))
+		case answer&7 == 7:
 			x = ex(c, int32(i/4), sent, noAnswer, 0, 0, b)
-		} else {
+		default:
 			off := int64(answer>>3) - 2 // -2 .. 29
 			x = ex(c, int32(i/4), sent, sent+float64(answer>>4)*7, codes[answer&7%6], off, b)
 		}
@@ -46,6 +49,7 @@ func FuzzOrder(f *testing.F) {
 	f.Add([]byte{4, 0, 30<<3 | 1, 0, 4, 0, 30 << 3, 0})                // seed b: idempotent, 7 then 0 at the same offset
 	f.Add([]byte{12, 0, 5<<3 | 1, 0, 4, 0, 5 << 3, 0, 1, 1, 0, 3})     // rebuilt bytes, other connection
 	f.Add([]byte{0, 0, 7, 0, 0, 0, 7, 0, 0, 0, 4 << 3, 0, 0, 1, 2, 0}) // three sends
+	f.Add([]byte{1, 0, 7, 8, 1, 0, 7, 8})                              // acks=0 sent twice
 	f.Fuzz(func(t *testing.T, data []byte) {
 		xs := exchangesFrom(data)
 		inOrder := New(Options{})
@@ -96,6 +100,18 @@ func FuzzOrder(f *testing.F) {
 				}
 				if (a.Response == nil) == (a.NoResponse == "") {
 					t.Fatalf("finding %d attempt %d: response %v no_response %q", i, k, a.Response, a.NoResponse)
+				}
+				if k == 0 {
+					continue
+				}
+				prev := f.Attempts[k-1]
+				switch {
+				case prev.Acks == 0 && a.Cause != CauseNotARetry:
+					t.Fatalf("finding %d attempt %d: cause %q after an acks=0 attempt", i, k, a.Cause)
+				case a.Cause == CauseClientTimeout && prev.Acks != 0 && prev.Response != nil && prev.Response.Time.Before(a.Time):
+					t.Fatalf("finding %d attempt %d: client_timeout, but attempt %d was answered before", i, k, k-1)
+				case a.Cause != CauseClientTimeout && prev.Acks != 0 && prev.NoResponse != "" && prev.NoResponse != "response did not name the partition":
+					t.Fatalf("finding %d attempt %d: cause %q after an unanswered attempt", i, k, a.Cause)
 				}
 			}
 		}

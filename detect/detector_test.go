@@ -201,7 +201,7 @@ func TestVerdicts(t *testing.T) {
 				ex(conn1, 3, 2000, 2010, 0, 51, plain(1)),
 			},
 			verdict: Duplicated, offsets: []int64{50, 51}, match: MatchBytes,
-			reason: "attempts 2 and 3 were appended at offsets 50 and 51: the log holds the batch twice",
+			reason: "attempts 2 and 3 were appended at offsets 50 and 51: the log holds the batch at least twice (attempt 1 has no response in the capture)",
 			attempts: []wantAttempt{{1, "", "", 0, false},
 				{2, CauseClientTimeout, "", 1000, true},
 				{3, CauseBrokerError, "REQUEST_TIMED_OUT", 1000, true}},
@@ -229,6 +229,107 @@ func TestVerdicts(t *testing.T) {
 			reason: "attempts 8 and 9 have no response in the capture; producer not idempotent: the log may hold the batch twice",
 			attempts: []wantAttempt{{8, "", "", 0, false},
 				{9, CauseClientTimeout, "", 0, false}},
+		},
+		{
+			name: "acks=0 sent twice: no client retries an unanswerable request",
+			feed: []*decode.Exchange{
+				acks0(ex(conn1, 1, 0, noAnswer, 0, 0, plain(1))),
+				acks0(ex(conn1, 2, 100, noAnswer, 0, 0, plain(1))),
+			},
+			verdict: Unconfirmed, offsets: []int64{}, match: MatchBytes,
+			reason: "attempts 1 and 2 were sent with acks=0, which the broker never answers; producer not idempotent: the log may hold the batch twice",
+			attempts: []wantAttempt{{1, "", "", 0, false},
+				{2, CauseNotARetry, "", 100, false}},
+		},
+		{
+			name: "answer captured at the instant the retry was sent: it did not cause it",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 1000, 7, 10, plain(1)),
+				ex(conn1, 2, 1000, 1010, 0, 11, plain(1)),
+			},
+			verdict: Duplicated, offsets: []int64{10, 11}, match: MatchBytes,
+			reason: "attempts 1 and 2 were appended at offsets 10 and 11: the log holds the batch twice",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseClientTimeout, "", 1000, true}},
+		},
+		{
+			name: "idempotent: resend answered REQUEST_TIMED_OUT at the original offset",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 10, 0, 20, idem(5, 1)),
+				ex(conn1, 2, 100, 200, 7, 20, idem(5, 1)),
+			},
+			verdict: Deduplicated, offsets: []int64{20}, match: MatchBytes,
+			reason: "attempt 2 was answered REQUEST_TIMED_OUT at offset 20, where attempt 1 was appended: the broker deduplicated the resend of the same sequence",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseNotARetry, "", 100, true}},
+		},
+		{
+			name: "idempotent: both answered REQUEST_TIMED_OUT at one offset",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 10, 7, 20, idem(5, 1)),
+				ex(conn1, 2, 100, 200, 7, 20, idem(5, 1)),
+			},
+			verdict: Deduplicated, offsets: []int64{20}, match: MatchBytes,
+			reason: "attempt 2 was answered REQUEST_TIMED_OUT at offset 20, where attempt 1 was appended: the broker deduplicated the resend of the same sequence",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseBrokerError, "REQUEST_TIMED_OUT", 100, true}},
+		},
+		{
+			name: "duplicated, and an unanswered attempt may add a copy",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 10, 7, 50, plain(1)),
+				noResp(ex(conn1, 2, 20, noAnswer, 0, 0, plain(1)), "later response seen"),
+				ex(conn1, 3, 40, 50, 0, 51, plain(1)),
+			},
+			verdict: Duplicated, offsets: []int64{50, 51}, match: MatchBytes,
+			reason: "attempts 1 and 3 were appended at offsets 50 and 51: the log holds the batch at least twice (attempt 2 has no response in the capture)",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseBrokerError, "REQUEST_TIMED_OUT", 20, false},
+				{3, CauseClientTimeout, "", 20, true}},
+		},
+		{
+			name: "resend after DUPLICATE_SEQUENCE_NUMBER, which clients take as success",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 10, 46, -1, idem(5, 1)),
+				ex(conn1, 2, 100, 110, 0, 20, idem(5, 1)),
+			},
+			verdict: Deduplicated, offsets: []int64{20}, match: MatchBytes,
+			reason: "attempt 1 was answered DUPLICATE_SEQUENCE_NUMBER: the broker already held this sequence and did not append it again",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseNotARetry, "", 100, true}},
+		},
+		{
+			name: "OUT_OF_ORDER_SEQUENCE_NUMBER after an append: single",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 10, 7, 20, idem(5, 1)),
+				ex(conn1, 2, 100, 110, 45, -1, idem(5, 1)),
+			},
+			verdict: Single, offsets: []int64{20}, match: MatchBytes,
+			reason: "only attempt 1 was appended (offset 20); attempt 2 was rejected with OUT_OF_ORDER_SEQUENCE_NUMBER: the log holds the batch once",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseBrokerError, "REQUEST_TIMED_OUT", 100, true}},
+		},
+		{
+			name: "legacy message set (magic 1) sent twice",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 10, 7, 30, legacy(plain(0xabc))),
+				ex(conn1, 2, 100, 110, 0, 31, legacy(plain(0xabc))),
+			},
+			verdict: Duplicated, offsets: []int64{30, 31}, match: MatchBytes,
+			reason: "attempts 1 and 2 were appended at offsets 30 and 31: the log holds the batch twice",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseBrokerError, "REQUEST_TIMED_OUT", 100, true}},
+		},
+		{
+			name: "topic by ID, never named",
+			feed: []*decode.Exchange{
+				ex(conn1, 1, 0, 100, 7, 10, withID(plain(1), "")),
+				ex(conn1, 2, 150, 160, 0, 11, withID(plain(1), "")),
+			},
+			verdict: Duplicated, offsets: []int64{10, 11}, match: MatchBytes, topic: "-",
+			reason: "attempts 1 and 2 were appended at offsets 10 and 11: the log holds the batch twice",
+			attempts: []wantAttempt{{1, "", "", 0, true},
+				{2, CauseBrokerError, "REQUEST_TIMED_OUT", 150, true}},
 		},
 		{
 			name: "topic by ID, named by a later Metadata",
@@ -270,8 +371,11 @@ func TestVerdicts(t *testing.T) {
 				t.Errorf("reason\n got %q\nwant %q", f.Reason, tt.reason)
 			}
 			wantTopic := tt.topic
-			if wantTopic == "" {
+			switch wantTopic {
+			case "":
 				wantTopic = "test"
+			case "-":
+				wantTopic = "" // named by ID only
 			}
 			if f.Topic != wantTopic || f.Partition != tt.partition {
 				t.Errorf("topic %q/%d, want %q/%d", f.Topic, f.Partition, wantTopic, tt.partition)
@@ -295,6 +399,13 @@ func TestVerdicts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// legacy makes b a magic 1 message set, as decode gives one.
+func legacy(b decode.Batch) decode.Batch {
+	b.Magic = 1
+	b.ProducerID, b.ProducerEpoch, b.FirstSequence = -1, -1, -1
+	return b
 }
 
 func withID(b decode.Batch, name string) decode.Batch {
@@ -361,6 +472,12 @@ func TestNotGrouped(t *testing.T) {
 			ex(conn1, 1, 0, 10, 0, 1, idem(1, 5)), ex(conn1, 2, 20, 30, 0, 2, idem(2, 6))}},
 		{"one request, two partitions", []*decode.Exchange{
 			ex(conn1, 1, 0, 10, 0, 1, b, part(b, 1))}},
+		{"one request, the same batch twice in one partition", []*decode.Exchange{
+			ex(conn1, 1, 0, 10, 0, 1, b, b)}},
+		{"one request, an idempotent batch twice in one partition", []*decode.Exchange{
+			ex(conn1, 1, 0, 10, 0, 1, idem(1, 5), idem(1, 5))}},
+		{"resent into another partition", []*decode.Exchange{
+			ex(conn1, 1, 0, 10, 7, 1, b), ex(conn1, 2, 20, 30, 0, 2, part(b, 1))}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -489,5 +606,93 @@ func TestErrorName(t *testing.T) {
 		if got := ErrorName(code); got != want {
 			t.Errorf("ErrorName(%d) = %q, want %q", code, got, want)
 		}
+	}
+}
+
+// TestRequestOfSeveralPartitions: a request carrying batches for several
+// partitions, each re-sent in the next request, gives one finding per
+// partition, each with both attempts and its own answers.
+func TestRequestOfSeveralPartitions(t *testing.T) {
+	d := New(Options{})
+	x1 := ex(conn1, 1, 0, 10, 7, 5, plain(1), part(plain(2), 1), part(plain(3), 2))
+	x1.Batches[1].Response.ErrorCode, x1.Batches[1].Response.BaseOffset = 6, -1 // partition 1: not leader
+	x2 := ex(conn1, 2, 100, 110, 0, 6, plain(1), part(plain(2), 1), part(plain(3), 2))
+	d.Produce(x1)
+	d.Produce(x2)
+	got := d.Flush()
+	want := []struct {
+		partition int32
+		verdict   Verdict
+		cause     string
+	}{{0, Duplicated, "REQUEST_TIMED_OUT"}, {1, Single, "NOT_LEADER_OR_FOLLOWER"}, {2, Duplicated, "REQUEST_TIMED_OUT"}}
+	if len(got) != len(want) {
+		t.Fatalf("%d findings, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		f := got[i]
+		if f.Partition != w.partition || f.Verdict != w.verdict || len(f.Attempts) != 2 ||
+			f.Attempts[0].CorrelationID != 1 || f.Attempts[1].CorrelationID != 2 || f.Attempts[1].CauseError != w.cause {
+			t.Errorf("finding %d: partition %d verdict %s attempts %+v, want %+v", i, f.Partition, f.Verdict, f.Attempts, w)
+		}
+	}
+}
+
+// TestPacketTimes: times come back as the capture gave them, the Unix epoch
+// included (a capture writer that zeroes timestamps gives it).
+func TestPacketTimes(t *testing.T) {
+	for _, start := range []time.Time{time.Unix(0, 0), time.Unix(0, 1), time.Unix(-1, 0), t0} {
+		t.Run(start.UTC().String(), func(t *testing.T) {
+			d := New(Options{})
+			x1 := ex(conn1, 1, 0, 10, 7, 5, plain(1))
+			x2 := ex(conn1, 2, 100, noAnswer, 0, 0, plain(1))
+			x1.RequestTime, x1.ResponseTime = start, start.Add(10*time.Millisecond)
+			x2.RequestTime = start.Add(100 * time.Millisecond)
+			d.Produce(x1)
+			d.Produce(x2)
+			got := d.Flush()
+			if len(got) != 1 {
+				t.Fatalf("%d findings", len(got))
+			}
+			a := got[0].Attempts
+			if !a[0].Time.Equal(start) || !a[0].Response.Time.Equal(start.Add(10*time.Millisecond)) ||
+				a[0].Response.LatencyMillis != 10 || a[1].GapMillis != 100 {
+				t.Errorf("attempts %+v, response %+v", a, a[0].Response)
+			}
+		})
+	}
+}
+
+// TestTopicStatsMerge: a topic written by name (Produce v9) on one
+// connection and by a topic ID a Metadata response named (v13) on another is
+// one topic in the counts.
+func TestTopicStatsMerge(t *testing.T) {
+	byName := plain(1)
+	byName.Topic = "orders"
+	tests := []struct {
+		name string
+		feed []*decode.Exchange
+		want []TopicStats
+	}{
+		{"named ID and name", []*decode.Exchange{
+			ex(conn1, 1, 0, 1, 0, 1, byName),
+			ex(conn2, 1, 5, 6, 0, 2, withID(plain(2), "orders")),
+		}, []TopicStats{{Topic: "orders", TopicID: withID(plain(1), "").TopicID, Batches: 2, Records: 20}}},
+		{"unnamed ID stays apart", []*decode.Exchange{
+			ex(conn1, 1, 0, 1, 0, 1, byName),
+			ex(conn2, 1, 5, 6, 0, 2, withID(plain(2), "")),
+		}, []TopicStats{
+			{Topic: "deadbeef-0102-0304-0506-0708090a0b0c", TopicID: withID(plain(1), "").TopicID, Batches: 1, Records: 10},
+			{Topic: "orders", Batches: 1, Records: 10}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := New(Options{})
+			for _, x := range tt.feed {
+				d.Produce(x)
+			}
+			if got := d.Stats().Topics; !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("topics\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
 	}
 }

@@ -19,7 +19,16 @@
 // producer (ProducerID >= 0), the same producer ID, epoch, first sequence and
 // last offset delta (Match "sequence" when the bytes differ: librdkafka
 // rebuilds a batch before a retry). A non-idempotent retry whose bytes were
-// rebuilt cannot be told from new data and is not grouped.
+// rebuilt cannot be told from new data and is not grouped. One request that
+// names a partition twice with the same batch is one send, not a resend.
+//
+// # Causes
+//
+// Each resend is judged against the attempt sent just before it: an answer
+// captured strictly before the resend was sent caused it (broker_error, or
+// not_a_retry after success or DUPLICATE_SEQUENCE_NUMBER); none captured by
+// then is a client_timeout; after an acks=0 request, which is never answered
+// and never retried, it is not_a_retry.
 //
 // # Ownership and state
 //
@@ -31,6 +40,8 @@
 // any exchange), and at most Options.MaxBatches batches are remembered; the
 // oldest is decided early beyond that and counted in Stats.Evicted. A batch
 // whose attempts arrive further apart than Window is therefore not grouped.
+// Decided findings are kept until Flush returns them in order, so memory
+// grows with the findings of a run, not with its traffic.
 //
 // # Bad input
 //

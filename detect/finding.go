@@ -13,8 +13,9 @@ const (
 	// offsets, so the log holds the batch more than once.
 	Duplicated Verdict = "duplicated"
 	// Deduplicated: the producer is idempotent and the broker answered a
-	// resend with the original offset and no error (or with
-	// DUPLICATE_SEQUENCE_NUMBER): the log holds the batch once.
+	// resend with the original offset (with no error, or with an error that
+	// carries the offset, such as REQUEST_TIMED_OUT), or with
+	// DUPLICATE_SEQUENCE_NUMBER: the log holds the batch once.
 	Deduplicated Verdict = "deduplicated"
 	// Single: exactly one append confirmed, every other attempt rejected.
 	Single Verdict = "single"
@@ -30,14 +31,18 @@ type Cause string
 
 const (
 	// CauseClientTimeout: sent again before any answer to the earlier
-	// attempt; Attempt.GapMillis approximates the client's request timeout.
+	// attempt was captured (an answer captured at the same instant cannot
+	// have caused the resend); Attempt.GapMillis approximates the client's
+	// request timeout.
 	CauseClientTimeout Cause = "client_timeout"
 	// CauseBrokerError: the earlier attempt was answered with a retriable
 	// error, named in Attempt.CauseError.
 	CauseBrokerError Cause = "broker_error"
-	// CauseNotARetry: the earlier attempt was answered with success and the
-	// same batch was still sent again (an application or client bug, not a
-	// retry).
+	// CauseNotARetry: the earlier attempt was answered with success (or
+	// DUPLICATE_SEQUENCE_NUMBER, which clients take as success), or was sent
+	// with acks=0, which no broker answers and no client retries, and the
+	// same batch was still sent again (by the application or a client bug,
+	// not a retry).
 	CauseNotARetry Cause = "not_a_retry"
 )
 

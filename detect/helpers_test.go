@@ -56,3 +56,13 @@ func ex(c *decode.ConnInfo, corrID int32, sentMs, respMs float64, code int16, of
 }
 
 func noResp(x *decode.Exchange, why string) *decode.Exchange { x.NoResponse = why; return x }
+
+// acks0 makes x an acks=0 request: the broker never answers one.
+func acks0(x *decode.Exchange) *decode.Exchange {
+	x.Acks = 0
+	x.Responded, x.ResponseTime, x.NoResponse = false, time.Time{}, "acks=0"
+	for i := range x.Batches {
+		x.Batches[i].Response = nil
+	}
+	return x
+}

@@ -111,11 +111,22 @@ func unixNano(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-func fromUnixNano(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
+// fromUnixNano converts back; 0 is the Unix epoch (a capture may hold it),
+// never the zero time.
+func fromUnixNano(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// sameRequest reports whether b already holds an attempt of the request at:
+// a request naming one partition twice with the same batch is one send.
+func (b *batch) sameRequest(at *attempt) bool {
+	if b.first.correlationID == at.correlationID && b.first.reqTime == at.reqTime {
+		return true
 	}
-	return time.Unix(0, n).UTC()
+	for i := range b.more {
+		if b.more[i].correlationID == at.correlationID && b.more[i].reqTime == at.reqTime {
+			return true
+		}
+	}
+	return false
 }
 
 // slab holds the remembered batches in chunks of 1<<chunkBits, so that

@@ -58,7 +58,31 @@ func (d *Detector) Stats() Stats {
 		}
 		return slices.Compare(a.TopicID[:], b.TopicID[:])
 	})
+	// A topic written by name (before Produce v13) and by an ID a Metadata
+	// response named is one topic: the entry by name sorts first (zero ID)
+	// and takes in the one by ID.
+	merged := s.Topics[:0]
+	for _, t := range s.Topics {
+		if n := len(merged); n > 0 && mergeable(&merged[n-1], &t) {
+			m := &merged[n-1]
+			m.TopicID = t.TopicID
+			m.Batches += t.Batches
+			m.Records += t.Records
+			m.Findings += t.Findings
+			m.Duplicated += t.Duplicated
+			continue
+		}
+		merged = append(merged, t)
+	}
+	s.Topics = merged
 	return s
+}
+
+// mergeable reports whether b, sorted right after a, counts the same topic:
+// a by name only, b by an ID that was named a's name.
+func mergeable(a, b *TopicStats) bool {
+	return a.Topic == b.Topic && a.TopicID == [16]byte{} && b.TopicID != [16]byte{} &&
+		b.Topic != TopicIDString(b.TopicID)
 }
 
 func (d *Detector) countBatch(bt *decode.Batch) {
@@ -79,7 +103,7 @@ func (d *Detector) topic(name string, id [16]byte) *TopicStats {
 	if t == nil {
 		t = &TopicStats{Topic: name, TopicID: id}
 		if name == "" && id != ([16]byte{}) {
-			t.Topic = uuidString(id)
+			t.Topic = TopicIDString(id)
 		}
 		d.topics[k] = t
 	} else if name != "" && t.Topic != name {
@@ -88,8 +112,9 @@ func (d *Detector) topic(name string, id [16]byte) *TopicStats {
 	return t
 }
 
-// uuidString formats a topic ID as 8-4-4-4-12 hex digits.
-func uuidString(id [16]byte) string {
+// TopicIDString formats a topic ID (Produce v13) in UUID form: 8-4-4-4-12
+// lower-case hex digits, as Kafka's tools print it.
+func TopicIDString(id [16]byte) string {
 	var b [36]byte
 	hex.Encode(b[0:8], id[0:4])
 	b[8] = '-'

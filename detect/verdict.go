@@ -65,8 +65,12 @@ func verdict(atts []attempt, idempotent bool) (Verdict, []int64, string) {
 	slices.Sort(offsets)
 
 	if len(offsets) >= 2 {
+		held := times(len(offsets))
+		if len(unknown) > 0 {
+			held = "at least " + held + " (" + unknowns(atts, unknown) + ")"
+		}
 		return Duplicated, offsets, attemptList(atts, appended) + " were appended at offsets " +
-			joinInts(offsets) + ": the log holds the batch " + times(len(offsets))
+			joinInts(offsets) + ": the log holds the batch " + held
 	}
 
 	if idempotent {
@@ -75,13 +79,20 @@ func verdict(atts []attempt, idempotent bool) (Verdict, []int64, string) {
 				return Deduplicated, offsets, "attempt " + corr(&atts[j]) +
 					" was answered DUPLICATE_SEQUENCE_NUMBER: the broker already held this sequence and did not append it again"
 			}
-			if outs[j] != outAppended || atts[j].errorCode != 0 {
+			if outs[j] != outAppended {
 				continue
 			}
+			// A log never holds two batches at one base offset: a later
+			// answer at an earlier append's offset (NONE, or an error that
+			// carries the offset) is the broker returning the original.
 			for i := range j {
 				if outs[i] == outAppended && atts[i].baseOffset == atts[j].baseOffset {
+					answered := "with no error"
+					if atts[j].errorCode != 0 {
+						answered = ErrorName(atts[j].errorCode)
+					}
 					return Deduplicated, offsets, "attempt " + corr(&atts[j]) +
-						" was answered with no error at offset " + strconv.FormatInt(atts[j].baseOffset, 10) +
+						" was answered " + answered + " at offset " + strconv.FormatInt(atts[j].baseOffset, 10) +
 						", where attempt " + corr(&atts[i]) +
 						" was appended: the broker deduplicated the resend of the same sequence"
 				}
@@ -126,11 +137,13 @@ func verdict(atts []attempt, idempotent bool) (Verdict, []int64, string) {
 
 // unknowns describes the attempts whose answers cannot tell.
 func unknowns(atts []attempt, idx []int) string {
-	var silent []int
+	var silent, unacked []int
 	var parts []string
 	for _, i := range idx {
 		a := &atts[i]
 		switch {
+		case a.acks == 0 && !a.responded:
+			unacked = append(unacked, i)
 		case !a.responded:
 			silent = append(silent, i)
 		case !a.partResp:
@@ -145,6 +158,13 @@ func unknowns(atts []attempt, idx []int) string {
 		parts = append([]string{"attempt " + corr(&atts[silent[0]]) + " has no response in the capture"}, parts...)
 	default:
 		parts = append([]string{attemptList(atts, silent) + " have no response in the capture"}, parts...)
+	}
+	switch len(unacked) {
+	case 0:
+	case 1:
+		parts = append([]string{"attempt " + corr(&atts[unacked[0]]) + " was sent with acks=0, which the broker never answers"}, parts...)
+	default:
+		parts = append([]string{attemptList(atts, unacked) + " were sent with acks=0, which the broker never answers"}, parts...)
 	}
 	return strings.Join(parts, ", ")
 }

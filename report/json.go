@@ -151,7 +151,7 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 		Attempts:        make([]jsonAttempt, len(f.Attempts)),
 	}
 	if f.TopicID != ([16]byte{}) {
-		id := uuidString(f.TopicID)
+		id := detect.TopicIDString(f.TopicID)
 		j.TopicID = &id
 	}
 	for i := range f.Attempts {

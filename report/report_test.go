@@ -61,7 +61,7 @@ func findings() []detect.Finding {
 			ClientID: str("console-producer"), Topic: "orders", Partition: 3,
 			ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: 50, BatchCRC: 0x00000001, Magic: 2,
 			Match: detect.MatchBytes, Verdict: detect.Duplicated, AppendedOffsets: []int64{50, 51},
-			Reason: "attempts 2 and 3 were appended at offsets 50 and 51: the log holds the batch twice",
+			Reason: "attempts 2 and 3 were appended at offsets 50 and 51: the log holds the batch at least twice (attempt 1 has no response in the capture)",
 			Attempts: []detect.Attempt{
 				{CorrelationID: 1, Time: at(120000), Version: 7, Acks: 1, TimeoutMillis: 1000, NoResponse: "later response seen"},
 				{CorrelationID: 2, Time: at(121000), Version: 7, Acks: 1, TimeoutMillis: 1000,
@@ -252,6 +252,19 @@ func TestJSONContract(t *testing.T) {
 	}
 	if g["client_id"] != nil || g["topic_id"] != "deadbeef-0102-0304-0506-0708090a0b0c" || g["topic"] != "deadbeef-0102-0304-0506-0708090a0b0c" {
 		t.Errorf("v13 finding: client_id %v topic_id %v topic %v", g["client_id"], g["topic_id"], g["topic"])
+	}
+	named := findings()[3]
+	named.Topic = "orders" // a Metadata response in the capture named the ID
+	var nb bytes.Buffer
+	if err := NewJSON(&nb).Finding(named); err != nil {
+		t.Fatal(err)
+	}
+	var n map[string]any
+	if err := json.Unmarshal(nb.Bytes(), &n); err != nil {
+		t.Fatal(err)
+	}
+	if n["topic"] != "orders" || n["topic_id"] != "deadbeef-0102-0304-0506-0708090a0b0c" {
+		t.Errorf("named v13 finding: topic %v topic_id %v", n["topic"], n["topic_id"])
 	}
 	var s map[string]any
 	if err := json.Unmarshal([]byte(lines[2]), &s); err != nil {

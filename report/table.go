@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/kdupcap/kdupcap/detect"
 	"github.com/olekukonko/tablewriter"
@@ -32,7 +34,7 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 		b.WriteByte('\n')
 	}
 	fmt.Fprintf(b, "#%d %s  %s/%d  %s -> %s  client.id %s  (connection %d)\n",
-		t.n, strings.ToUpper(string(f.Verdict)), topicName(&f), f.Partition,
+		t.n, strings.ToUpper(string(f.Verdict)), printable(topicName(&f)), f.Partition,
 		f.Client, f.Broker, clientIDText(f.ClientID), f.ConnID)
 	idem := "not idempotent"
 	if f.Idempotent {
@@ -82,7 +84,11 @@ func (t *tableWriter) Summary(s Summary) error {
 	for i, v := range verdicts {
 		verdictCounts[i] = fmt.Sprintf("%s %d", v, s.ByVerdict[string(v)])
 	}
-	files := strings.Join(s.Files, ", ")
+	names := make([]string, len(s.Files))
+	for i, f := range s.Files {
+		names[i] = printable(f)
+	}
+	files := strings.Join(names, ", ")
 	if files == "" {
 		files = "-"
 	}
@@ -111,7 +117,11 @@ func (t *tableWriter) Summary(s Summary) error {
 		tbl := newTable(b, right, left, left, left, left, right)
 		tbl.Header("ID", "CLIENT", "BROKER", "DETECTED BY", "CLIENT IDS", "PRODUCE REQUESTS")
 		for _, c := range s.KafkaConnections {
-			ids := strings.Join(c.ClientIDs, ", ")
+			quoted := make([]string, len(c.ClientIDs))
+			for i, id := range c.ClientIDs {
+				quoted[i] = printable(id)
+			}
+			ids := strings.Join(quoted, ", ")
 			if ids == "" {
 				ids = "-"
 			}
@@ -131,7 +141,7 @@ func (t *tableWriter) Summary(s Summary) error {
 		tbl := newTable(b, left, right, right, right, right)
 		tbl.Header("TOPIC", "BATCHES", "RECORDS", "FINDINGS", "DUPLICATED")
 		for _, tc := range s.ByTopic {
-			row := []string{tc.Topic, itoa(tc.Batches), itoa(tc.Records), itoa(tc.Findings), itoa(tc.Duplicated)}
+			row := []string{printable(tc.Topic), itoa(tc.Batches), itoa(tc.Records), itoa(tc.Findings), itoa(tc.Duplicated)}
 			if err := tbl.Append(row); err != nil {
 				return fmt.Errorf("report: summary: %w", err)
 			}
@@ -144,7 +154,7 @@ func (t *tableWriter) Summary(s Summary) error {
 	if len(s.Errors) > 0 {
 		b.WriteString("\nErrors\n")
 		for _, e := range s.Errors {
-			fmt.Fprintf(b, "  %s\n", e)
+			fmt.Fprintf(b, "  %s\n", printable(e))
 		}
 	}
 	return t.flush("summary")
@@ -176,6 +186,22 @@ func (t *tableWriter) flush(what string) error {
 		return fmt.Errorf("report: writing %s: %w", what, err)
 	}
 	return nil
+}
+
+// printable is s when it is valid UTF-8 of printable characters, else s
+// quoted with Go escapes (the empty string too, so that it shows): names
+// come off the wire, and a control character would reach the terminal or
+// break a table's alignment.
+func printable(s string) string {
+	if s == "" {
+		return `""`
+	}
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 func clientIDText(id *string) string {

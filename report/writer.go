@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/hex"
 	"strconv"
 	"time"
 
@@ -38,24 +37,9 @@ func formatCRC(crc uint32) string {
 // known.
 func topicName(f *detect.Finding) string {
 	if f.Topic == "" && f.TopicID != ([16]byte{}) {
-		return uuidString(f.TopicID)
+		return detect.TopicIDString(f.TopicID)
 	}
 	return f.Topic
-}
-
-// uuidString formats a topic ID as 8-4-4-4-12 hex digits.
-func uuidString(id [16]byte) string {
-	var b [36]byte
-	hex.Encode(b[0:8], id[0:4])
-	b[8] = '-'
-	hex.Encode(b[9:13], id[4:6])
-	b[13] = '-'
-	hex.Encode(b[14:18], id[6:8])
-	b[18] = '-'
-	hex.Encode(b[19:23], id[8:10])
-	b[23] = '-'
-	hex.Encode(b[24:], id[10:])
-	return string(b[:])
 }
 
 func itoa[T ~int8 | ~int16 | ~int32 | ~int64 | ~int](n T) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,8 +51,22 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	fs.BoolVar(&cfg.failOnDuplicate, "fail-on-duplicate", false, "exit 3 when any finding is duplicated or unconfirmed")
 	fs.DurationVar(&cfg.window, "window", defaultWindow, "how long (capture time) a batch is remembered after its last attempt")
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", defaultIdleTimeout, "capture time after which an idle TCP connection is closed and buffered segments are given up")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
+	// Flags may come before, between or after the files, as people type
+	// them; "--" ends the flags, so a file named like one can be given.
+	for rest := args; len(rest) > 0; {
+		if err := fs.Parse(rest); err != nil {
+			return nil, err
+		}
+		left := fs.Args()
+		if n := len(rest) - len(left); n > 0 && rest[n-1] == "--" {
+			cfg.files = append(cfg.files, left...)
+			break
+		}
+		if len(left) == 0 {
+			break
+		}
+		cfg.files = append(cfg.files, left[0])
+		rest = left[1:]
 	}
 	switch cfg.format {
 	case "table", "json":
@@ -65,10 +80,12 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	if cfg.window <= 0 || cfg.idleTimeout <= 0 {
 		return nil, errors.New("--window and --idle-timeout must be positive")
 	}
-	cfg.files = fs.Args()
 	if len(cfg.files) == 0 {
 		fs.Usage()
 		return nil, errors.New("no capture file given")
+	}
+	if i := slices.Index(cfg.files, "-"); i >= 0 && slices.Contains(cfg.files[i+1:], "-") {
+		return nil, errors.New("- (standard input) given more than once: it can be read only once")
 	}
 	return cfg, nil
 }
@@ -85,6 +102,10 @@ func parsePorts(s string) ([]uint16, error) {
 			return nil, fmt.Errorf("--port: %q is not a TCP port", f)
 		}
 		ports = append(ports, uint16(p))
+	}
+	if len(ports) == 0 {
+		// decode would take no ports as its default, 9092: say so instead.
+		return nil, fmt.Errorf("--port %q: no port given", s)
 	}
 	return ports, nil
 }

@@ -272,14 +272,26 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"analyze"}, exitUsage},
 		{[]string{"analyze", "--format", "xml", seedPath("seed-idempotent-retry.pcap")}, exitUsage},
 		{[]string{"analyze", "--port", "http", seedPath("seed-idempotent-retry.pcap")}, exitUsage},
+		{[]string{"analyze", "--port", "", seedPath("seed-idempotent-retry.pcap")}, exitUsage},
+		{[]string{"analyze", "--port", " , ", seedPath("seed-idempotent-retry.pcap")}, exitUsage},
+		{[]string{"analyze", "--port", "70000", seedPath("seed-idempotent-retry.pcap")}, exitUsage},
+		{[]string{"analyze", "--port", " 19092 , 29092 ", "--sniff=false", seedPath("seed-idempotent-retry.pcap")}, exitOK},
+		{[]string{"analyze", "-", "-"}, exitUsage},
+		{[]string{"analyze", seedPath("seed-nonidempotent-retry.pcap"), "--fail-on-duplicate"}, exitDuplicate},
+		{[]string{"analyze", seedPath("seed-idempotent-retry.pcap"), "--format", "json", seedPath("seed-nonidempotent-retry.pcap"), "--fail-on-duplicate"}, exitDuplicate},
+		{[]string{"analyze", seedPath("seed-nonidempotent-retry.pcap"), "--", "--fail-on-duplicate"}, exitUsage}, // a file of that name
+		{[]string{"analyze", "--fail-on-duplicate", seedPath("seed-nonidempotent-retry.pcap"), "/nonexistent.pcap"}, exitUsage},
 		{[]string{"frobnicate"}, exitUsage},
 		{[]string{}, exitUsage},
 		{[]string{"version"}, exitOK},
 	} {
 		out.Reset()
 		errb.Reset()
-		if got := run(tc.args, nil, &out, &errb); got != tc.want {
+		if got := run(tc.args, strings.NewReader(""), &out, &errb); got != tc.want {
 			t.Errorf("%v: exit %d, want %d (stderr %s)", tc.args, got, tc.want, errb.String())
+		}
+		if tc.want == exitUsage && strings.Count(strings.TrimSpace(errb.String()), "\n") > 0 && !strings.Contains(errb.String(), "Usage") {
+			t.Errorf("%v: more than one line on stderr: %q", tc.args, errb.String())
 		}
 	}
 }
