@@ -33,6 +33,9 @@ type AssemblerOptions struct {
 	// out-of-order data held; past them the oldest hole is skipped (a Gap).
 	MaxBufferedPagesPerConnection int
 	MaxBufferedPagesTotal         int
+	// Evidence, when not nil, is given a copy of every packet of every TCP
+	// connection not ignored, for Evidence.WritePcap. nil costs nothing.
+	Evidence *Evidence
 }
 
 // Stats counts what an Assembler saw.
@@ -51,6 +54,9 @@ type Stats struct {
 	Truncated       int64 // segments cut by the snap length
 	Retransmissions int64 // segments whose payload had all been delivered already
 	OverlapBytes    int64 // payload bytes dropped because they were delivered or queued already
+	IdleClosed      int64 // connections closed after IdleTimeout without a packet, not by FIN or RST
+
+	Evidence EvidenceStats // of AssemblerOptions.Evidence; zero without one
 }
 
 // Assembler decodes packets and reassembles the TCP connections in them,
@@ -62,6 +68,11 @@ type Stats struct {
 type Assembler struct {
 	opts      AssemblerOptions
 	newStream NewStreamFunc
+	ev        *Evidence // nil: off
+	// evPacket is the packet being added, handed to ev by the conn it goes
+	// to while evPending.
+	evPacket  Packet
+	evPending bool
 	dec       *decoder
 	asm       *reassembly.Assembler
 	stats     Stats
@@ -69,6 +80,7 @@ type Assembler struct {
 	ctx        *packetContext // context of the packet being added
 	ctxQueued  bool           // ctx is held by queued data: use a new one next
 	lastFlush  time.Time
+	flushing   bool // in a time-driven flush: connections closed are idle
 	missing    int  // truncated payload bytes of the packet being added
 	synthetic  bool // the segment being assembled is a made-up RST
 	pendingRST *conn
@@ -106,6 +118,7 @@ func NewAssembler(newStream NewStreamFunc, opts AssemblerOptions) *Assembler {
 	a := &Assembler{
 		opts:      opts,
 		newStream: newStream,
+		ev:        opts.Evidence,
 		dec:       newDecoder(),
 		ctx:       new(packetContext),
 	}
@@ -132,6 +145,9 @@ func (a *Assembler) Add(p Packet) {
 		return
 	}
 	tcp := &a.dec.tcp
+	if a.ev != nil {
+		a.evPacket, a.evPending = p, true
+	}
 	a.stats.TCPPackets++
 	a.stats.PayloadBytes += int64(len(tcp.Payload))
 	a.missing = a.dec.missing
@@ -179,6 +195,10 @@ func (a *Assembler) Add(p Packet) {
 		}
 		a.synthRST(a.dec.netFlow.Reverse(), tcp.DstPort, tcp.SrcPort)
 	}
+	if a.ev != nil {
+		a.ev.done()
+		a.evPacket, a.evPending = Packet{}, false
+	}
 }
 
 // synthRST assembles a made-up RST on a flow; the conn receiving it moves it
@@ -199,8 +219,19 @@ func (a *Assembler) synthRST(netFlow gopacket.Flow, src, dst layers.TCPPort) {
 	a.synthetic, a.cur = false, nil
 }
 
-// flush delivers data stuck behind holes and closes idle connections, once
-// per FlushInterval of packet time.
+// Tick does the time-driven work of Add when no packet comes: given the
+// wall clock, in live capture, it delivers data that waited IdleTimeout for
+// a hole (after a Gap), closes connections idle for IdleTimeout and expires
+// the Evidence of connections closed for its Retain period. It does nothing
+// until FlushInterval passed since the last such work, by packet time or
+// Tick time, so it may be called often. Streams are called from within
+// Tick.
+func (a *Assembler) Tick(now time.Time) {
+	a.flush(now)
+}
+
+// flush delivers data stuck behind holes, closes idle connections and
+// expires evidence, once per FlushInterval of packet (or Tick) time.
 func (a *Assembler) flush(ts time.Time) {
 	if a.lastFlush.IsZero() {
 		a.lastFlush = ts
@@ -211,7 +242,12 @@ func (a *Assembler) flush(ts time.Time) {
 	}
 	a.lastFlush = ts
 	cutoff := ts.Add(-a.opts.IdleTimeout)
+	a.flushing = true
 	a.asm.FlushWithOptions(reassembly.FlushOptions{T: cutoff, TC: cutoff})
+	a.flushing = false
+	if a.ev != nil {
+		a.ev.expire(ts)
+	}
 }
 
 // Close delivers all data still held (after Gaps for the holes) and calls
@@ -221,4 +257,10 @@ func (a *Assembler) Close() {
 }
 
 // Stats returns the counters so far.
-func (a *Assembler) Stats() Stats { return a.stats }
+func (a *Assembler) Stats() Stats {
+	s := a.stats
+	if a.ev != nil {
+		s.Evidence = a.ev.Stats()
+	}
+	return s
+}

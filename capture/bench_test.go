@@ -23,16 +23,9 @@ func (s *nopStream) Close(time.Time)                   {}
 // connections, client to server, rewriting the sequence number of a
 // template packet in place for every op. One op is one packet.
 func BenchmarkAssemblerInOrder(b *testing.B) {
-	const conns, size = 4, 1400
-	payload := strings.Repeat("k", size)
 	for _, mode := range []string{"delivered", "ignored", "refused"} {
 		b.Run(mode, func(b *testing.B) {
-			var tmpl [conns][]byte
-			for c := range tmpl {
-				client := netip.AddrPortFrom(client4.Addr(), uint16(40000+c))
-				tmpl[c] = ipTCP(b, false, client, server4, seg{fromA: true, seq: 1, flags: "PA", data: payload})
-			}
-			newStream := func(a, _ netip.AddrPort, _ time.Time) Stream {
+			benchInOrder(b, func(a, _ netip.AddrPort, _ time.Time) Stream {
 				switch mode {
 				case "ignored":
 					return nil
@@ -40,29 +33,66 @@ func BenchmarkAssemblerInOrder(b *testing.B) {
 					return &nopStream{keep: false}
 				}
 				return &nopStream{keep: true}
-			}
-			a := NewAssembler(newStream, AssemblerOptions{})
-			var seq [conns]uint32
-			ts := t0
-			p := Packet{LinkType: layers.LinkTypeRaw}
-			b.SetBytes(int64(len(tmpl[0])))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				c := i % conns
-				binary.BigEndian.PutUint32(tmpl[c][24:], seq[c])
-				seq[c] += size
-				ts = ts.Add(10 * time.Microsecond)
-				p.Data = tmpl[c]
-				p.CI = ci(ts, len(p.Data))
-				a.Add(p)
-			}
-			b.StopTimer()
-			a.Close()
-			if st := a.Stats(); mode == "delivered" && st.DeliveredBytes != int64(b.N)*size {
-				b.Fatalf("delivered %d of %d bytes", st.DeliveredBytes, b.N*size)
+			}, AssemblerOptions{}, mode == "delivered")
+		})
+	}
+}
+
+// BenchmarkAssemblerEvidence is BenchmarkAssemblerInOrder's delivered case
+// with an Evidence recording every packet: "conn-bound" drops the oldest
+// packets of each connection past PerConnBytes (the default 8 MiB; 4
+// connections stay below the default total), "total-bound" those of all
+// connections past a TotalBytes of 4 MiB.
+func BenchmarkAssemblerEvidence(b *testing.B) {
+	for _, tt := range []struct {
+		name string
+		opts EvidenceOptions
+	}{
+		{"conn-bound", EvidenceOptions{}},
+		{"total-bound", EvidenceOptions{TotalBytes: 4 << 20}},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			ev := NewEvidence(tt.opts)
+			benchInOrder(b, func(netip.AddrPort, netip.AddrPort, time.Time) Stream {
+				return &nopStream{keep: true}
+			}, AssemblerOptions{Evidence: ev}, true)
+			if st := ev.Stats(); st.Packets != int64(b.N) && b.N > 1 {
+				b.Fatalf("recorded %d of %d packets", st.Packets, b.N)
 			}
 		})
+	}
+}
+
+// benchInOrder feeds b.N in-order 1400 byte segments, round robin over 4
+// connections, to an Assembler made with newStream and opts.
+func benchInOrder(b *testing.B, newStream NewStreamFunc, opts AssemblerOptions, delivered bool) {
+	const conns, size = 4, 1400
+	payload := strings.Repeat("k", size)
+	var tmpl [conns][]byte
+	for c := range tmpl {
+		client := netip.AddrPortFrom(client4.Addr(), uint16(40000+c))
+		tmpl[c] = ipTCP(b, false, client, server4, seg{fromA: true, seq: 1, flags: "PA", data: payload})
+	}
+	a := NewAssembler(newStream, opts)
+	var seq [conns]uint32
+	ts := t0
+	p := Packet{LinkType: layers.LinkTypeRaw}
+	b.SetBytes(int64(len(tmpl[0])))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c := i % conns
+		binary.BigEndian.PutUint32(tmpl[c][24:], seq[c])
+		seq[c] += size
+		ts = ts.Add(10 * time.Microsecond)
+		p.Data = tmpl[c]
+		p.CI = ci(ts, len(p.Data))
+		a.Add(p)
+	}
+	b.StopTimer()
+	a.Close()
+	if st := a.Stats(); delivered && st.DeliveredBytes != int64(b.N)*size {
+		b.Fatalf("delivered %d of %d bytes", st.DeliveredBytes, b.N*size)
 	}
 }
 

@@ -26,6 +26,12 @@ func (f factory) New(_, _ gopacket.Flow, tcp *layers.TCP, ac reassembly.Assemble
 	if a.newStream != nil {
 		c.s = a.newStream(a.dec.src, a.dec.dst, ts)
 	}
+	if a.ev != nil {
+		c.key = keyOf(a.dec.src, a.dec.dst)
+		var again bool
+		c.ev, again = a.ev.open(c.key, c.s == nil)
+		a.evPending = a.evPending || again
+	}
 	return c
 }
 
@@ -33,7 +39,9 @@ func (f factory) New(_, _ gopacket.Flow, tcp *layers.TCP, ac reassembly.Assemble
 // "client to server", the direction of the first packet seen.
 type conn struct {
 	a      *Assembler
-	s      Stream // nil: ignored from the start
+	s      Stream  // nil: ignored from the start
+	key    connKey // its endpoints, when the Assembler has an Evidence
+	ev     *evConn // and its packets held there
 	last   time.Time
 	done   bool // Data returned false: deliver nothing more
 	closed bool // Close was called (or would have been, for a nil s)
@@ -81,10 +89,15 @@ const noSequence = reassembly.Sequence(-1) // reassembly's invalidSequence
 // Accept is called by reassembly for every segment of the connection before
 // it is used.
 func (c *conn) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly.TCPFlowDirection, nextSeq reassembly.Sequence, start *bool, _ reassembly.AssemblerContext) bool {
+	a := c.a
+	if a.evPending && !a.synthetic && !a.filling {
+		// Held before its bytes are delivered, late ones included.
+		a.evPending = false
+		c.ev = a.ev.record(c.ev, c.key, a.evPacket)
+	}
 	if c.closed {
 		return false
 	}
-	a := c.a
 	if a.filling {
 		// The made-up segment filling an acknowledged hole must land
 		// exactly at the hole, or it is not used.
@@ -268,6 +281,9 @@ func (c *conn) stop() {
 	c.done = true
 	c.gapAfter = [2]int{}
 	c.starts = [2][]reassembly.Sequence{}
+	if c.a.ev != nil {
+		c.a.ev.ignore(c.ev)
+	}
 }
 
 // ReassemblyComplete is called once both directions ended (FIN, RST, idle,
@@ -275,6 +291,13 @@ func (c *conn) stop() {
 func (c *conn) ReassemblyComplete(_ reassembly.AssemblerContext) bool {
 	if !c.closed {
 		c.closed = true
+		a := c.a
+		if a.flushing && !(c.halfClosed[0] && c.halfClosed[1]) {
+			a.stats.IdleClosed++
+		}
+		if a.ev != nil {
+			a.ev.closeConn(c.ev)
+		}
 		if c.s != nil {
 			c.s.Close(c.last)
 		}

@@ -37,19 +37,34 @@
 // An RST does not drop data waiting behind a hole of the other direction.
 // A new SYN on a 4-tuple whose connection ended starts a new connection.
 //
-// Time is packet time only, never the wall clock: once per
+// Time is packet time, never a clock read here: once per
 // [AssemblerOptions].FlushInterval of packet time, data that waited
 // IdleTimeout for a hole is delivered after a Gap and connections idle for
-// IdleTimeout are closed. [Assembler.Close], at the end of the input, delivers
-// what is left and closes every Stream. An RST closes both directions.
+// IdleTimeout are closed (counted in [Stats].IdleClosed). A live capture
+// with no packet for a while calls [Assembler.Tick] with the wall clock to
+// do the same work; it costs nothing until FlushInterval has passed.
+// [Assembler.Close], at the end of the input, delivers what is left and
+// closes every Stream. An RST closes both directions.
+//
+// # Evidence
+//
+// With [AssemblerOptions].Evidence set, an [Evidence] keeps a copy of the
+// recent packets of every TCP connection not ignored (NewStreamFunc returned
+// nil, or Stream.Data returned false: its packets are dropped), taken before
+// the packet's bytes reach the Stream, so that [Evidence.WritePcap] can
+// write the packets behind a finding to a pcap that this package (and
+// Wireshark) reads back. Bounds: PerConnBytes per connection and TotalBytes
+// over all (oldest packets dropped first, counted), and Retain after a
+// closed connection's last packet. Packets are copied into pooled slabs: no
+// allocation per packet in the steady state. A nil Evidence costs nothing.
 //
 // # Ownership
 //
 // [Packet].Data belongs to the Source and is valid until the next call to
-// Next; Add does not keep it. The data handed to [Stream.Data] belongs to
+// Next; Add does not keep it (an Evidence copies it). The data handed to [Stream.Data] belongs to
 // capture and is valid only during the call. Stream methods are called from
-// within Add and Close, on the caller's goroutine; neither Source nor
-// Assembler is safe for concurrent use.
+// within Add, Tick and Close, on the caller's goroutine; neither Source,
+// Assembler nor Evidence is safe for concurrent use.
 //
 // # Bad input
 //
@@ -61,7 +76,9 @@
 // not TCP are counted in [Stats] and skipped; a frame cut by the snap length
 // is used as far as it goes and the missing bytes are reported as a gap,
 // before the bytes of the next segment, even when nothing of it was captured.
-// Nothing in this package panics on bad input.
+// Nothing in this package panics on bad input. [Evidence.WritePcap] says
+// with [ErrEvidenceEvicted] when packets of the range asked for may have
+// been dropped; what is held is still written.
 //
 // # Allocations
 //

@@ -1,6 +1,8 @@
 package capture_test
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -54,4 +56,40 @@ func Example() {
 	// 07:26:40.008 172.19.0.1:55464 > 172.19.0.4:19092: 140 bytes
 	// closed
 	// 3 packets, 1 connection, 335 bytes
+}
+
+// The packets behind a finding, written to a pcap while the capture goes on.
+func ExampleEvidence() {
+	src, err := capture.Open("../testdata/seed-nonidempotent-retry.pcap")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer src.Close()
+	ev := capture.NewEvidence(capture.EvidenceOptions{PerConnBytes: 1 << 20, Retain: time.Hour})
+	var client, broker netip.AddrPort
+	asm := capture.NewAssembler(func(a, b netip.AddrPort, ts time.Time) capture.Stream {
+		client, broker = a, b
+		return &printer{a: a, b: b}
+	}, capture.AssemblerOptions{Evidence: ev})
+	for {
+		p, err := src.Next()
+		if err != nil {
+			break
+		}
+		asm.Add(p)
+	}
+	asm.Close()
+	var out bytes.Buffer
+	n, err := ev.WritePcap(&out, broker, client, time.Time{}, time.Time{})
+	if errors.Is(err, capture.ErrEvidenceEvicted) {
+		fmt.Println("partial evidence:", err)
+	}
+	fmt.Println(n, "packets written,", ev.Stats().DroppedPackets, "dropped")
+	// Output:
+	// 07:26:40.000 172.19.0.1:55464 > 172.19.0.4:19092: 140 bytes
+	// 07:26:40.001 172.19.0.4:19092 > 172.19.0.1:55464: 55 bytes
+	// 07:26:40.008 172.19.0.1:55464 > 172.19.0.4:19092: 140 bytes
+	// closed
+	// 3 packets written, 0 dropped
 }

@@ -176,15 +176,29 @@ func FuzzPacket(f *testing.F) {
 		pkts, steps := splitRecords(records)
 		// What each direction carried, decoded on the side.
 		fed := map[dirKey]int{}
+		// The TCP packets of each connection, for the Evidence.
+		byConn := map[connKey][]Packet{}
+		var order []connKey
 		d := newDecoder()
-		for _, p := range pkts {
+		ts := t0
+		for i, p := range pkts {
+			ts = ts.Add(time.Duration(steps[i]) * 100 * time.Millisecond)
 			if d.decode(lt, p) == decodedTCP {
 				fed[dirKey{d.src, d.dst}] += len(d.tcp.Payload)
+				k := keyOf(d.src, d.dst)
+				if byConn[k] == nil {
+					order = append(order, k)
+				}
+				byConn[k] = append(byConn[k], Packet{Data: p, CI: ci(ts, len(p)), LinkType: lt})
 			}
 		}
 		r := &recorder{}
-		a := NewAssembler(r.newStream, AssemblerOptions{IdleTimeout: 2 * time.Second})
-		ts := t0
+		// ev holds every packet; small drops most of them.
+		ev := NewEvidence(EvidenceOptions{Retain: 1000 * time.Hour})
+		small := NewEvidence(EvidenceOptions{PerConnBytes: 700, TotalBytes: 2048, Retain: 1000 * time.Hour})
+		a := NewAssembler(r.newStream, AssemblerOptions{IdleTimeout: 2 * time.Second, Evidence: ev})
+		as := NewAssembler((&recorder{}).newStream, AssemblerOptions{IdleTimeout: 2 * time.Second, Evidence: small})
+		ts = t0
 		for i, p := range pkts {
 			ts = ts.Add(time.Duration(steps[i]) * 100 * time.Millisecond)
 			// Add must not keep or change the caller's bytes.
@@ -193,8 +207,41 @@ func FuzzPacket(f *testing.F) {
 			if !bytes.Equal(cp, p) {
 				t.Fatalf("Add changed the packet bytes")
 			}
+			as.Add(Packet{Data: cp, CI: ci(ts, len(cp)), LinkType: lt})
+			if st := small.Stats(); st.HeldBytes > 2048 {
+				t.Fatalf("small evidence holds %d bytes", st.HeldBytes)
+			}
 		}
 		a.Close()
+		as.Close()
+		for _, k := range order {
+			want := byConn[k]
+			for _, e := range []*Evidence{ev, small} {
+				var out bytes.Buffer
+				n, err := e.WritePcap(&out, k.hi, k.lo, time.Time{}, time.Time{})
+				if err != nil && !errors.Is(err, ErrEvidenceEvicted) {
+					t.Fatal(err)
+				}
+				src, serr := NewSource("evidence", &out)
+				if serr != nil {
+					t.Fatal(serr)
+				}
+				got, rerr := readAll(src)
+				if rerr != nil || len(got) != n {
+					t.Fatalf("%v<->%v: read %d of %d packets: %v", k.lo, k.hi, len(got), n, rerr)
+				}
+				// All of them, or the newest ones and an error saying so.
+				if e == ev && n != len(want) || n > len(want) || (n < len(want)) != (err != nil) {
+					t.Fatalf("%v<->%v: %d of %d packets held, %v", k.lo, k.hi, n, len(want), err)
+				}
+				for i, g := range got {
+					w := want[len(want)-n+i]
+					if !bytes.Equal(g.Data, w.Data) || !g.CI.Timestamp.Equal(w.CI.Timestamp) || g.LinkType != w.LinkType {
+						t.Fatalf("%v<->%v: packet %d differs", k.lo, k.hi, i)
+					}
+				}
+			}
+		}
 		got := map[dirKey]int{}
 		for _, s := range r.streams {
 			got[dirKey{s.a, s.b}] += s.bytes[0]

@@ -1,8 +1,12 @@
 package detect
 
 import (
+	"runtime"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/kdupcap/kdupcap/decode"
 )
 
 // TestBoundedState: over a long capture the batches remembered, and the age
@@ -38,7 +42,7 @@ func TestBoundedState(t *testing.T) {
 					d.Produce(ex(conn1, int32(n+i), sent, sent+0.5, 0, int64(n+i), plain(uint32(j))))
 				}
 				maxLive = max(maxLive, d.live)
-				maxQueue = max(maxQueue, len(d.queue)-d.head)
+				maxQueue = max(maxQueue, d.age.len())
 			}
 			if maxLive > tt.maxLive {
 				t.Errorf("%d batches remembered at once, want at most %d", maxLive, tt.maxLive)
@@ -79,5 +83,105 @@ func TestWindowEdge(t *testing.T) {
 				t.Errorf("%d findings, want %d", len(got), tt.want)
 			}
 		})
+	}
+}
+
+// liveRun feeds n exchanges of one batch each, 10 ms of packet time apart
+// (2 million are 5.5 hours), to a live Detector with a Window of 2 minutes
+// and the default Settle. Every 100th exchange re-sends the batch sent 5 s
+// before; the resend is answered NONE (decided at once) or
+// REQUEST_TIMED_OUT (decided by Settle) in turn, and every batch whose
+// resend was answered NONE is sent a third time 5.5 s later (a revision).
+// It returns the growth of the heap in use (after a GC) over the second
+// half of the run, and the reports made in that half. Go's maps reach their
+// steady size after some tens of windows of churn (deleted entries leave
+// tombstones until a rehash), so the first half, 80 windows, warms them up.
+func liveRun(t *testing.T, n int, keep bool) (growth int64, reported int) {
+	t.Helper()
+	d := New(Options{Live: true, KeepFindings: keep, Window: 2 * time.Minute, OnFinding: func(Finding) { reported++ }})
+	resp := decode.PartitionResponse{LogAppendTime: -1}
+	x := &decode.Exchange{Conn: conn1, ClientID: &rdkafka, Version: 9, Acks: -1, TimeoutMillis: 30000,
+		Responded: true, Batches: []decode.Batch{plain(0)}}
+	maxLive, maxAge, maxSettling, maxReports := 0, 0, 0, 0
+	var half runtime.MemStats
+	for i := range n {
+		if i == n/2 {
+			runtime.GC()
+			runtime.ReadMemStats(&half)
+			reported = 0
+		}
+		j, code := i, int16(0)
+		switch {
+		case i%100 == 0 && i >= 600: // resend the batch of exchange i-501
+			j = i - 501
+			if i/100%2 == 1 {
+				code = 7
+			}
+		case i%100 == 50 && i >= 1200 && (i-550)/100%2 == 0: // send it again
+			j = i - 550 - 501
+		}
+		bt := &x.Batches[0]
+		bt.Hash, bt.CRC = uint64(j)*0x9e3779b97f4a7c15, uint32(j)
+		bt.Partition = int32(j % 16)
+		x.CorrelationID = int32(i)
+		x.RequestTime = t0.Add(time.Duration(i) * 10 * time.Millisecond)
+		x.ResponseTime = x.RequestTime.Add(2 * time.Millisecond)
+		resp.ErrorCode, resp.BaseOffset = code, int64(i)
+		bt.Response = &resp
+		d.Produce(x)
+		maxLive = max(maxLive, d.live)
+		maxAge = max(maxAge, d.age.len())
+		maxSettling = max(maxSettling, d.settling.len())
+		maxReports = max(maxReports, len(d.reports))
+	}
+	var end runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&end)
+	// A window of 2 minutes is 12,000 exchanges: 12,000 batches, of which
+	// 120 were re-sent, and 60 of them a third time.
+	if maxLive > 12_000+10 || maxAge > 2*12_000+2048 || maxSettling > 2048 || maxReports > 120+10 {
+		t.Errorf("remembered %d batches, age queue %d, settling %d, reported %d at most",
+			maxLive, maxAge, maxSettling, maxReports)
+	}
+	if !keep && (len(d.findings) != 0 || cap(d.fresh) != 0) {
+		t.Errorf("live detector holds %d findings", len(d.findings)+cap(d.fresh))
+	}
+	d.Flush()
+	s := d.Stats()
+	// The last few resends are decided by Flush, not Settle, and their
+	// third sends would come after the end.
+	if want := int64(n/100 - 6); s.Findings != want || s.Revisions < want/2-10 || s.Settled < want/2-20 {
+		t.Errorf("findings %d revisions %d settled %d, want %d, about %d, about %d", s.Findings, s.Revisions, s.Settled, want, want/2, want/2)
+	}
+	runtime.KeepAlive(d)
+	return int64(end.HeapInuse) - int64(half.HeapInuse), reported
+}
+
+// TestLiveMemoryBound: over hours of packet time a live Detector keeps the
+// batches of one window and none of the findings it reported, so the heap
+// does not grow in the second half of a long run; with KeepFindings it
+// grows by at least the findings kept, which shows the measure sees them.
+func TestLiveMemoryBound(t *testing.T) {
+	n := 2_000_000
+	if testing.Short() {
+		n = 1_000_000
+	}
+	// The least a kept finding costs: the Finding, and two attempts with
+	// their responses (a third for half of them, the reasons not counted).
+	perFinding := int64(unsafe.Sizeof(Finding{}) + 2*(unsafe.Sizeof(Attempt{})+unsafe.Sizeof(Response{})))
+
+	growth, reported := liveRun(t, n, false)
+	bound := perFinding * int64(reported) / 16
+	t.Logf("live: heap in use grew %d B over the second half (%d reports; %d B each if kept; bound %d B)",
+		growth, reported, perFinding, bound)
+	if growth > bound {
+		t.Errorf("heap in use grew %d B over %d reports, want at most %d B", growth, reported, bound)
+	}
+
+	kept, reported := liveRun(t, n, true)
+	findings := int64(reported) * 2 / 3 // a third of the reports are revisions
+	t.Logf("KeepFindings: heap in use grew %d B over the second half (%d findings)", kept, findings)
+	if kept < findings*perFinding {
+		t.Errorf("with KeepFindings heap in use grew %d B for %d findings: the measure misses them", kept, findings)
 	}
 }

@@ -12,6 +12,7 @@ import (
 const (
 	DefaultWindow     = 10 * time.Minute
 	DefaultMaxBatches = 1 << 20
+	DefaultSettle     = 30 * time.Second
 )
 
 // Options configure a Detector. The zero value uses the defaults.
@@ -24,14 +25,45 @@ type Options struct {
 	// DefaultMaxBatches.
 	MaxBatches int
 	// OnFinding, when set, is called with each finding as soon as it is
-	// decided: when its window has passed, when it is evicted, or at Flush.
-	// The Finding shares its slices with the one Flush returns: read them,
-	// do not modify them.
+	// decided. Without Live: when its window has passed, when it is
+	// evicted, or at Flush; the Finding shares its slices with the one Flush
+	// returns: read them, do not modify them. With Live: see Live.
 	OnFinding func(Finding)
+
+	// Live reports each finding as soon as it is decided, for a capture
+	// that never ends. A finding is decided when the last of its attempts
+	// in send order has a final answer, one no retry can follow: NONE,
+	// DUPLICATE_SEQUENCE_NUMBER, an error that is not retriable, or none
+	// because it was sent with acks=0. An attempt answered with a retriable
+	// error (kerr's list, REQUEST_TIMED_OUT and
+	// NOT_ENOUGH_REPLICAS_AFTER_APPEND included), not answered for the
+	// partition, or not answered at all keeps the finding open until a
+	// retry comes or Settle has passed after its last attempt; Window
+	// passing or an eviction decides it too. A reported batch is still
+	// remembered until Window: another attempt of it reports the finding
+	// again, with every attempt, once decided, with Finding.Revision one
+	// more. Flush reports what was not reported yet or changed since. The
+	// detector keeps no finding after reporting it unless KeepFindings is
+	// set, so memory is bounded by Window and MaxBatches however long the
+	// run, and OnFinding's Finding is the caller's to keep (with
+	// KeepFindings it shares its slices with the kept one: read them, do
+	// not modify them). OnFinding is called during Produce, Advance or
+	// Flush, and must not call the Detector but for Stats.
+	Live bool
+	// Settle is how long, in packet time after the last attempt of a batch
+	// (its send or the answer to it, whichever came later), Live waits for
+	// a retry after an answer that allows one; 0 means DefaultSettle. A
+	// Settle longer than Window acts as Window.
+	Settle time.Duration
+	// KeepFindings, with Live, keeps the latest revision of every finding so
+	// that Flush returns them all, as without Live; memory then grows with
+	// the findings of the run. Without Live, findings are always kept.
+	KeepFindings bool
 }
 
 // Detector groups the attempts of each record batch and decides a Finding for
-// every batch sent more than once. Feed it with Produce, end with Flush.
+// every batch sent more than once. Feed it with Produce (and, with no
+// traffic, Advance), end with Flush.
 type Detector struct {
 	opts   Options
 	window int64 // ns
@@ -39,12 +71,20 @@ type Detector struct {
 	bySeq   map[seqKey]int32
 	byBytes map[bytesKey]int32
 	slab    slab
-	free    []int32 // unused slots of slab
+	free    []int32     // unused slots of slab
+	spare   [][]attempt // emptied attempt lists of forgotten batches, for reuse
 	live    int
-	queue   []queued // slots in the order they were last touched
-	head    int      // first unread entry of queue
+	age     ageQueue // slots in the order they were last touched
 	newest  int64    // newest packet time seen, Unix ns; math.MinInt64 before any
 	noConn  decode.ConnInfo
+
+	// Live mode: settling holds the touches of batches whose finding waits
+	// for a retry or for Settle; reports the revision state of batches
+	// reported and still remembered; fresh the findings decided by Flush.
+	settle   int64 // ns
+	settling ageQueue
+	reports  map[int32]reportState
+	fresh    []Finding
 
 	findings []Finding
 	stats    Stats
@@ -59,9 +99,14 @@ func New(opts Options) *Detector {
 	if opts.MaxBatches <= 0 {
 		opts.MaxBatches = DefaultMaxBatches
 	}
+	if opts.Settle <= 0 {
+		opts.Settle = DefaultSettle
+	}
 	return &Detector{
 		opts:    opts,
 		window:  int64(opts.Window),
+		settle:  int64(opts.Settle),
+		reports: make(map[int32]reportState),
 		bySeq:   make(map[seqKey]int32),
 		byBytes: make(map[bytesKey]int32),
 		newest:  math.MinInt64,
@@ -94,7 +139,7 @@ func (d *Detector) Produce(x *decode.Exchange) {
 	// within the window is grouped even if its answer comes after it.
 	if req > d.newest {
 		d.newest = req
-		d.expire()
+		d.advance()
 	}
 	for i := range x.Batches {
 		bt := &x.Batches[i]
@@ -121,7 +166,30 @@ func (d *Detector) Produce(x *decode.Exchange) {
 	}
 	if seen > d.newest {
 		d.newest = seen
-		d.expire()
+		d.advance()
+	}
+}
+
+// Advance tells the Detector that packet time has reached now with no
+// exchange, as on an idle capture: the batches whose Window (and, with
+// Live, whose Settle) has passed by now are decided, as Produce would. A now
+// before the newest packet time seen changes nothing. It costs O(1),
+// amortised over the batches it decides. A live capture passes the wall
+// clock on idle ticks: its packets are stamped by the same clock, so a tick
+// decides only what is due (a clock far ahead of the packets' would decide
+// everything remembered).
+func (d *Detector) Advance(now time.Time) {
+	if n := unixNano(now); n > d.newest {
+		d.newest = n
+		d.advance()
+	}
+}
+
+// advance decides what is due at d.newest.
+func (d *Detector) advance() {
+	d.expire()
+	if d.opts.Live {
+		d.settled()
 	}
 }
 
@@ -157,6 +225,10 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 			return
 		}
 		d.stats.Resends++
+		if b.more == nil && len(d.spare) > 0 {
+			b.more = d.spare[len(d.spare)-1]
+			d.spare = d.spare[:len(d.spare)-1]
+		}
 		b.more = append(b.more, *at)
 		if b.topic == "" && bt.Topic != "" {
 			b.topic = bt.Topic
@@ -164,6 +236,9 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		b.last = max(b.last, seen)
 		b.gen++
 		d.push(slot, b)
+		if d.opts.Live {
+			d.touched(slot, b)
+		}
 		return
 	}
 
@@ -174,7 +249,6 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		slot = d.slab.grow()
 	}
 	b := d.slab.at(slot)
-	more := b.more[:0]
 	*b = batch{
 		conn:            conn,
 		clientID:        at.clientID,
@@ -193,7 +267,6 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		gen:             b.gen + 1,
 		live:            true,
 		first:           *at,
-		more:            more,
 	}
 	if bt.ProducerID >= 0 {
 		d.bySeq[sk] = slot
@@ -210,12 +283,7 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 }
 
 func (d *Detector) push(slot int32, b *batch) {
-	if d.head > 1024 && d.head > len(d.queue)/2 {
-		n := copy(d.queue, d.queue[d.head:])
-		d.queue = d.queue[:n]
-		d.head = 0
-	}
-	d.queue = append(d.queue, queued{time: b.last, slot: slot, gen: b.gen})
+	d.age.push(queued{time: b.last, slot: slot, gen: b.gen})
 }
 
 // expire decides the batches whose last attempt is older than the window.
@@ -223,17 +291,17 @@ func (d *Detector) push(slot int32, b *batch) {
 // time order; a batch behind a newer one waits for it, never the reverse.
 func (d *Detector) expire() {
 	cutoff := d.newest - d.window
-	for d.head < len(d.queue) {
-		q := d.queue[d.head]
+	for d.age.head < len(d.age.q) {
+		q := d.age.q[d.age.head]
 		b := d.slab.at(q.slot)
 		if !b.live || b.gen != q.gen {
-			d.head++ // stale: the batch was touched again or decided
+			d.age.head++ // stale: the batch was touched again or decided
 			continue
 		}
 		if q.time >= cutoff {
 			return
 		}
-		d.head++
+		d.age.head++
 		d.stats.Expired++
 		d.retire(q.slot, true)
 	}
@@ -242,9 +310,9 @@ func (d *Detector) expire() {
 // evictOldest decides the batch touched least recently, reporting whether
 // there was one.
 func (d *Detector) evictOldest() bool {
-	for d.head < len(d.queue) {
-		q := d.queue[d.head]
-		d.head++
+	for d.age.head < len(d.age.q) {
+		q := d.age.q[d.age.head]
+		d.age.head++
 		b := d.slab.at(q.slot)
 		if !b.live || b.gen != q.gen {
 			continue
@@ -257,7 +325,8 @@ func (d *Detector) evictOldest() bool {
 }
 
 // retire forgets the batch in slot, deciding a finding if it was sent more
-// than once; emit passes the finding to OnFinding at once.
+// than once (with Live: if it was not reported as it stands); emit passes
+// the finding to OnFinding at once, else it waits for Flush.
 func (d *Detector) retire(slot int32, emit bool) {
 	b := d.slab.at(slot)
 	if b.idempotent() {
@@ -265,14 +334,30 @@ func (d *Detector) retire(slot int32, emit bool) {
 	} else {
 		delete(d.byBytes, b.bytesKey())
 	}
-	if len(b.more) > 0 {
+	switch {
+	case d.opts.Live:
+		if b.dirty {
+			f := d.report(slot, b)
+			if emit {
+				d.emit(f)
+			} else {
+				d.fresh = append(d.fresh, f)
+			}
+		}
+		if b.reported != verdictNone {
+			delete(d.reports, slot)
+		}
+	case len(b.more) > 0:
 		f := b.finding()
 		d.record(&f)
 		if emit && d.opts.OnFinding != nil {
 			d.opts.OnFinding(f)
 		}
 	}
-	*b = batch{gen: b.gen + 1, more: b.more[:0]}
+	if c := cap(b.more); c > 0 && c <= maxSpareAttempts && len(d.spare) < maxSpare {
+		d.spare = append(d.spare, b.more[:0])
+	}
+	*b = batch{gen: b.gen + 1}
 	d.live--
 	d.free = append(d.free, slot)
 }
@@ -292,8 +377,14 @@ func (d *Detector) record(f *Finding) {
 // Flush ends the input: it decides every batch still remembered, passes the
 // new findings to OnFinding in order, and returns all the findings of the
 // run sorted by first attempt time, then connection, topic and partition.
-// The Detector is empty afterwards and may be fed again.
+// With Live, the new findings are those not reported yet or changed since
+// their last report, and Flush returns all the findings of the run (the
+// latest revision of each) only with KeepFindings; without it, it returns
+// the new ones. The Detector is empty afterwards and may be fed again.
 func (d *Detector) Flush() []Finding {
+	if d.opts.Live {
+		return d.flushLive()
+	}
 	start := len(d.findings)
 	for i := range d.slab.n {
 		if d.slab.at(i).live {
@@ -307,7 +398,7 @@ func (d *Detector) Flush() []Finding {
 			d.opts.OnFinding(f)
 		}
 	}
-	d.queue, d.head = d.queue[:0], 0
+	d.age.reset()
 	slices.SortStableFunc(d.findings, compareFindings)
 	return slices.Clone(d.findings)
 }

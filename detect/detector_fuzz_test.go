@@ -43,7 +43,8 @@ func exchangesFrom(data []byte) []*decode.Exchange {
 }
 
 // FuzzOrder checks that findings do not depend on the order exchanges
-// complete in, and that every finding is well formed.
+// complete in, that every finding is well formed, and that a live detector's
+// latest reports are the same findings (checkLive).
 func FuzzOrder(f *testing.F) {
 	f.Add([]byte{0, 0, 1<<3 | 1, 0, 0, 0, 7, 1})                       // seed a: error 7 then unanswered
 	f.Add([]byte{4, 0, 30<<3 | 1, 0, 4, 0, 30 << 3, 0})                // seed b: idempotent, 7 then 0 at the same offset
@@ -118,5 +119,13 @@ func FuzzOrder(f *testing.F) {
 		if s.Findings != int64(len(want)) || byVerdict != s.Findings || s.Resends != resends || s.Exchanges != int64(len(xs)) {
 			t.Fatalf("stats %+v for %d findings, %d resends", s, len(want), resends)
 		}
+		checkLive(t, xs)
+		checkLive(t, slices.Collect(func(yield func(*decode.Exchange) bool) {
+			for _, x := range slices.Backward(xs) {
+				if !yield(x) {
+					return
+				}
+			}
+		}))
 	})
 }

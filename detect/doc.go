@@ -7,6 +7,10 @@
 // exchanges (decode.Exchange, handed to Detector.Produce, which satisfies
 // decode.Sink) and gives Findings: one per batch sent more than once on a
 // connection, with every attempt, the cause of each resend and a Verdict.
+// A capture file is read to its end and Flush returns the findings sorted;
+// a live capture (Options.Live) has each finding reported through
+// OnFinding as soon as it is decided, and Advance moves packet time on
+// when no traffic flows.
 // It imports decode for the Exchange type only; it must never import capture
 // (packets) or report (output), and it never sees Kafka bytes.
 //
@@ -42,6 +46,17 @@
 // whose attempts arrive further apart than Window is therefore not grouped.
 // Decided findings are kept until Flush returns them in order, so memory
 // grows with the findings of a run, not with its traffic.
+//
+// # Live
+//
+// With Options.Live a finding is decided as soon as the last attempt sent
+// has an answer no retry can follow (NONE, DUPLICATE_SEQUENCE_NUMBER, an
+// error kerr does not call retriable, or acks=0), else when Options.Settle
+// of packet time has passed after its last attempt, or Window, or an
+// eviction. Its batch stays remembered until Window: a later attempt
+// reports the finding again with Finding.Revision one more. Findings are
+// not kept once reported (unless Options.KeepFindings), so the memory of a
+// run of days is that of one Window of batches, at most MaxBatches.
 //
 // # Bad input
 //

@@ -85,6 +85,12 @@ type Finding struct {
 
 	// Attempts in the order they were sent.
 	Attempts []Attempt
+
+	// Revision counts the earlier reports of this finding: 0 for the first.
+	// Only a live Detector (Options.Live) reports a finding again, when
+	// another attempt of its batch arrives after it was reported; the new
+	// report holds every attempt and replaces the earlier ones.
+	Revision int
 }
 
 // Attempt is one ProduceRequest carrying the finding's batch.

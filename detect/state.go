@@ -50,7 +50,10 @@ type attempt struct {
 
 // batch is one remembered record batch: its header fields once, and its
 // attempts. Most batches are sent once, so the first attempt is held inline
-// and more is allocated only for a resend.
+// and more is allocated only for a resend. A forgotten batch's list goes to
+// Detector.spare (up to maxSpare lists of at most maxSpareAttempts), not to
+// its slot: kept in the slot, every slot would in time hold one, which is
+// memory for resends as large as the slab.
 type batch struct {
 	conn     *decode.ConnInfo
 	clientID *string
@@ -69,10 +72,20 @@ type batch struct {
 	crc             uint32
 	gen             uint32 // bumped when the slot is reused or touched
 	live            bool
+	// Live mode only (both fit in padding): dirty is set while the batch
+	// has a finding not reported in its current state; reported is the
+	// verdict last reported (verdictNone before the first report).
+	dirty    bool
+	reported verdictCode
 
 	first attempt
 	more  []attempt
 }
+
+const (
+	maxSpare         = 1024
+	maxSpareAttempts = 4
+)
 
 func (b *batch) idempotent() bool { return b.producerID >= 0 }
 
@@ -95,13 +108,36 @@ func (b *batch) seqKey() seqKey {
 		producerID: b.producerID}
 }
 
-// queued is an entry of the age queue: slot was touched at time when its
+// queued is an entry of an age queue: slot was touched at time when its
 // generation was gen. Entries whose gen no longer matches are stale.
 type queued struct {
 	time int64
 	slot int32
 	gen  uint32
 }
+
+// ageQueue holds slots in the order they were touched, which is close to
+// packet time order. Entries are read from head; the read part is dropped
+// when it is over half the slice, so the slice stays about twice the unread
+// entries and pushing is amortised O(1) without allocation in steady state.
+type ageQueue struct {
+	q    []queued
+	head int // first unread entry
+}
+
+func (a *ageQueue) push(e queued) {
+	if a.head > 1024 && a.head > len(a.q)/2 {
+		n := copy(a.q, a.q[a.head:])
+		a.q = a.q[:n]
+		a.head = 0
+	}
+	a.q = append(a.q, e)
+}
+
+// len is the number of unread entries, stale ones included.
+func (a *ageQueue) len() int { return len(a.q) - a.head }
+
+func (a *ageQueue) reset() { a.q, a.head = a.q[:0], 0 }
 
 // unixNano converts a packet time; the zero time stays 0.
 func unixNano(t time.Time) int64 {

@@ -23,6 +23,14 @@ type Stats struct {
 	// Expired counts batches forgotten because Window passed after their
 	// last attempt.
 	Expired int64
+	// Live mode only: Settled counts findings reported because Settle
+	// passed with no retry after an answer that allowed one; Revisions
+	// counts reports of a finding after its first (Findings counts each
+	// finding once, and ByVerdict by its latest verdict).
+	Settled   int64
+	Revisions int64
+	// Remembered is the number of batches remembered now.
+	Remembered int
 	// Topics holds the per-topic counts, sorted by Topic.
 	Topics []TopicStats
 }
@@ -47,6 +55,7 @@ type topicKey struct {
 // Stats returns a copy of the counts so far.
 func (d *Detector) Stats() Stats {
 	s := d.stats
+	s.Remembered = d.live
 	s.ByVerdict = maps.Clone(d.stats.ByVerdict)
 	s.Topics = make([]TopicStats, 0, len(d.topics))
 	for _, t := range d.topics {

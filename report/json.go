@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,13 +13,46 @@ import (
 // ("type":"duplicate"), then one summary object ("type":"summary"). The
 // schema is in the README; it is a public contract.
 func NewJSON(w io.Writer) Writer {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return &jsonWriter{enc: enc}
+	return &jsonWriter{w: w, enc: newLineEncoder()}
 }
 
 type jsonWriter struct {
+	w   io.Writer
+	enc *lineEncoder
+}
+
+// lineEncoder marshals the JSON Lines objects, for NewJSON and the Kafka
+// sink alike, so that both give the same bytes.
+type lineEncoder struct {
+	buf bytes.Buffer
 	enc *json.Encoder
+}
+
+func newLineEncoder() *lineEncoder {
+	e := &lineEncoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}
+
+// finding returns f's line, ending in a newline; it is valid until the next
+// call.
+func (e *lineEncoder) finding(f *detect.Finding) ([]byte, error) {
+	e.buf.Reset()
+	if err := e.enc.Encode(toJSONFinding(f)); err != nil {
+		return nil, err
+	}
+	return e.buf.Bytes(), nil
+}
+
+// summary returns s's line, ending in a newline; it is valid until the next
+// call.
+func (e *lineEncoder) summary(s *Summary) ([]byte, error) {
+	e.buf.Reset()
+	if err := e.enc.Encode(toJSONSummary(s)); err != nil {
+		return nil, err
+	}
+	return e.buf.Bytes(), nil
 }
 
 // jsonFinding is one finding line.
@@ -43,6 +77,7 @@ type jsonFinding struct {
 	Reason          string        `json:"reason"`
 	AppendedOffsets []int64       `json:"appended_offsets"`
 	Attempts        []jsonAttempt `json:"attempts"`
+	Revision        int           `json:"revision,omitempty"`
 }
 
 type jsonAttempt struct {
@@ -72,6 +107,7 @@ type jsonSummary struct {
 	Files            []string         `json:"files"`
 	Packets          int64            `json:"packets"`
 	Bytes            int64            `json:"bytes"`
+	Drops            int64            `json:"drops,omitempty"`
 	TCPConnections   int64            `json:"tcp_connections"`
 	Gaps             int64            `json:"gaps"`
 	GapBytes         int64            `json:"gap_bytes"`
@@ -115,14 +151,22 @@ type jsonTopic struct {
 }
 
 func (w *jsonWriter) Finding(f detect.Finding) error {
-	if err := w.enc.Encode(toJSONFinding(&f)); err != nil {
+	line, err := w.enc.finding(&f)
+	if err == nil {
+		_, err = w.w.Write(line)
+	}
+	if err != nil {
 		return fmt.Errorf("report: writing finding: %w", err)
 	}
 	return nil
 }
 
 func (w *jsonWriter) Summary(s Summary) error {
-	if err := w.enc.Encode(toJSONSummary(&s)); err != nil {
+	line, err := w.enc.summary(&s)
+	if err == nil {
+		_, err = w.w.Write(line)
+	}
+	if err != nil {
 		return fmt.Errorf("report: writing summary: %w", err)
 	}
 	return nil
@@ -131,6 +175,7 @@ func (w *jsonWriter) Summary(s Summary) error {
 func toJSONFinding(f *detect.Finding) jsonFinding {
 	j := jsonFinding{
 		Type:            "duplicate",
+		Revision:        f.Revision,
 		ConnID:          f.ConnID,
 		Client:          f.Client.String(),
 		Broker:          f.Broker.String(),
@@ -199,6 +244,7 @@ func toJSONSummary(s *Summary) jsonSummary {
 		Files:            append([]string{}, s.Files...),
 		Packets:          s.Packets,
 		Bytes:            s.Bytes,
+		Drops:            s.Drops,
 		TCPConnections:   s.TCPConnections,
 		Gaps:             s.Gaps,
 		GapBytes:         s.GapBytes,

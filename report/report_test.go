@@ -128,6 +128,7 @@ var formats = []struct {
 }{
 	{"table", func(w *bytes.Buffer) Writer { return NewTable(w) }},
 	{"jsonl", func(w *bytes.Buffer) Writer { return NewJSON(w) }},
+	{"lines", func(w *bytes.Buffer) Writer { return NewLines(w) }},
 }
 
 func write(t *testing.T, w Writer, fs []detect.Finding, s Summary) {
@@ -288,7 +289,7 @@ var errDisk = errors.New("disk full")
 func (failWriter) Write([]byte) (int, error) { return 0, errDisk }
 
 func TestWriteErrors(t *testing.T) {
-	for _, w := range []Writer{NewTable(failWriter{}), NewJSON(failWriter{})} {
+	for _, w := range []Writer{NewTable(failWriter{}), NewJSON(failWriter{}), NewLines(failWriter{})} {
 		if err := w.Finding(findings()[0]); !errors.Is(err, errDisk) || !strings.HasPrefix(err.Error(), "report: ") {
 			t.Errorf("Finding error %v", err)
 		}

@@ -10,6 +10,7 @@ type Summary struct {
 	// Capture stage.
 	Packets        int64
 	Bytes          int64 // captured bytes of all packets
+	Drops          int64 // packets the kernel dropped before reading (live capture only)
 	TCPConnections int64
 	Gaps           int64 // holes in TCP streams (packets the capture lost)
 	GapBytes       int64

@@ -73,43 +73,8 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 func (t *tableWriter) Summary(s Summary) error {
 	t.buf.Reset()
 	b := &t.buf
-	if t.n > 0 {
-		b.WriteByte('\n')
-	} else {
-		b.WriteString("No batch was sent more than once.\n\n")
-	}
-	b.WriteString("Summary\n")
-
-	verdictCounts := make([]string, len(verdicts))
-	for i, v := range verdicts {
-		verdictCounts[i] = fmt.Sprintf("%s %d", v, s.ByVerdict[string(v)])
-	}
-	names := make([]string, len(s.Files))
-	for i, f := range s.Files {
-		names[i] = printable(f)
-	}
-	files := strings.Join(names, ", ")
-	if files == "" {
-		files = "-"
-	}
-	counts := [][]string{
-		{"files", files},
-		{"packets", fmt.Sprintf("%d (%d bytes)", s.Packets, s.Bytes)},
-		{"TCP connections", itoa(s.TCPConnections)},
-		{"gaps", fmt.Sprintf("%d (%d bytes lost)", s.Gaps, s.GapBytes)},
-		{"Kafka connections", itoa(len(s.KafkaConnections))},
-		{"Kafka frames", fmt.Sprintf("%d (malformed %d, resyncs %d)", s.Frames, s.Malformed, s.Resyncs)},
-		{"produce requests", fmt.Sprintf("%d (responses %d)", s.ProduceRequests, s.ProduceResponses)},
-		{"batches", itoa(s.Batches)},
-		{"records", itoa(s.Records)},
-		{"findings", fmt.Sprintf("%d (%s)", s.Findings, strings.Join(verdictCounts, ", "))},
-	}
-	tbl := newTable(b, left, left)
-	if err := tbl.Bulk(counts); err != nil {
-		return fmt.Errorf("report: summary: %w", err)
-	}
-	if err := tbl.Render(); err != nil {
-		return fmt.Errorf("report: summary: %w", err)
+	if err := summaryCounts(b, &s, t.n); err != nil {
+		return err
 	}
 
 	if len(s.KafkaConnections) > 0 {
@@ -151,13 +116,70 @@ func (t *tableWriter) Summary(s Summary) error {
 		}
 	}
 
+	summaryErrors(b, &s)
+	return t.flush("summary")
+}
+
+// summaryCounts writes the summary's heading and its table of counts, after
+// n findings.
+func summaryCounts(b *bytes.Buffer, s *Summary, n int) error {
+	if n > 0 {
+		b.WriteByte('\n')
+	} else {
+		b.WriteString("No batch was sent more than once.\n\n")
+	}
+	b.WriteString("Summary\n")
+
+	verdictCounts := make([]string, len(verdicts))
+	for i, v := range verdicts {
+		verdictCounts[i] = fmt.Sprintf("%s %d", v, s.ByVerdict[string(v)])
+	}
+	names := make([]string, len(s.Files))
+	for i, f := range s.Files {
+		names[i] = printable(f)
+	}
+	files := strings.Join(names, ", ")
+	if files == "" {
+		files = "-"
+	}
+	counts := [][]string{
+		{"files", files},
+		{"packets", packetsText(s)},
+		{"TCP connections", itoa(s.TCPConnections)},
+		{"gaps", fmt.Sprintf("%d (%d bytes lost)", s.Gaps, s.GapBytes)},
+		{"Kafka connections", itoa(len(s.KafkaConnections))},
+		{"Kafka frames", fmt.Sprintf("%d (malformed %d, resyncs %d)", s.Frames, s.Malformed, s.Resyncs)},
+		{"produce requests", fmt.Sprintf("%d (responses %d)", s.ProduceRequests, s.ProduceResponses)},
+		{"batches", itoa(s.Batches)},
+		{"records", itoa(s.Records)},
+		{"findings", fmt.Sprintf("%d (%s)", s.Findings, strings.Join(verdictCounts, ", "))},
+	}
+	tbl := newTable(b, left, left)
+	if err := tbl.Bulk(counts); err != nil {
+		return fmt.Errorf("report: summary: %w", err)
+	}
+	if err := tbl.Render(); err != nil {
+		return fmt.Errorf("report: summary: %w", err)
+	}
+
+	return nil
+}
+
+func packetsText(s *Summary) string {
+	if s.Drops > 0 {
+		return fmt.Sprintf("%d (%d bytes; %d more dropped by the kernel, not analyzed)", s.Packets, s.Bytes, s.Drops)
+	}
+	return fmt.Sprintf("%d (%d bytes)", s.Packets, s.Bytes)
+}
+
+// summaryErrors lists the input errors that ended reading early.
+func summaryErrors(b *bytes.Buffer, s *Summary) {
 	if len(s.Errors) > 0 {
 		b.WriteString("\nErrors\n")
 		for _, e := range s.Errors {
 			fmt.Fprintf(b, "  %s\n", printable(e))
 		}
 	}
-	return t.flush("summary")
 }
 
 const (

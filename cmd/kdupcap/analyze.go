@@ -5,14 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kdupcap/kdupcap/capture"
-	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/report"
 )
@@ -127,7 +125,12 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		out = report.NewTable(stdout)
 	}
 
-	p := newPipeline(cfg)
+	p := newPipeline(pipelineOptions{
+		ports:       cfg.ports,
+		sniff:       cfg.sniff,
+		window:      cfg.window,
+		idleTimeout: cfg.idleTimeout,
+	})
 	var inputErrs []string
 	for _, name := range cfg.files {
 		if err := p.readFile(name, stdin); err != nil {
@@ -161,28 +164,6 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// pipeline wires the stages: capture -> decode -> detect.
-type pipeline struct {
-	asm *capture.Assembler
-	dec *decode.Decoder
-	det *detect.Detector
-}
-
-func newPipeline(cfg *analyzeConfig) *pipeline {
-	p := &pipeline{}
-	p.det = detect.New(detect.Options{Window: cfg.window})
-	p.dec = decode.New(p.det, decode.Options{Ports: cfg.ports, Sniff: cfg.sniff})
-	p.asm = capture.NewAssembler(func(a, b netip.AddrPort, ts time.Time) capture.Stream {
-		// A nil *decode.Conn must become a nil interface, or capture would
-		// call methods on it.
-		if c := p.dec.NewStream(a, b, ts); c != nil {
-			return c
-		}
-		return nil
-	}, capture.AssemblerOptions{IdleTimeout: cfg.idleTimeout})
-	return p
-}
-
 // readFile feeds one capture file into the pipeline. Connections stay open
 // across files, so a capture rotated into several files (tcpdump -C) reads as
 // one. An error names the file and the position; what was read before it
@@ -211,64 +192,4 @@ func (p *pipeline) readFile(name string, stdin io.Reader) error {
 		}
 		p.asm.Add(pkt)
 	}
-}
-
-// finish closes every connection and returns all findings, sorted.
-func (p *pipeline) finish() []detect.Finding {
-	p.dec.EndOfInput()
-	p.asm.Close()
-	return p.det.Flush()
-}
-
-func (p *pipeline) summary(files, inputErrs []string) report.Summary {
-	cs := p.asm.Stats()
-	ds := p.dec.Stats()
-	ts := p.det.Stats()
-	s := report.Summary{
-		Files:            files,
-		Packets:          cs.Packets,
-		Bytes:            cs.Bytes,
-		TCPConnections:   cs.TCPConnections,
-		Gaps:             cs.Gaps,
-		GapBytes:         cs.GapBytes,
-		Frames:           ds.Frames,
-		ProduceRequests:  ds.ProduceRequests,
-		ProduceResponses: ds.ProduceResponses,
-		Batches:          ds.Batches,
-		Records:          ds.Records,
-		Malformed:        ds.Malformed,
-		Resyncs:          ds.Resyncs,
-		Findings:         ts.Findings,
-		ByVerdict:        map[string]int64{},
-		Errors:           inputErrs,
-	}
-	for v, n := range ts.ByVerdict {
-		s.ByVerdict[string(v)] = n
-	}
-	for _, c := range p.dec.Connections() {
-		s.KafkaConnections = append(s.KafkaConnections, report.Connection{
-			ID:              c.Info.ID,
-			Client:          c.Info.Client,
-			Broker:          c.Info.Broker,
-			DetectedBy:      c.Info.DetectedBy,
-			ClientIDs:       c.ClientIDs,
-			ProduceRequests: c.ProduceRequests,
-		})
-	}
-	s.ByTopic = topicCounts(ts)
-	return s
-}
-
-func topicCounts(ts detect.Stats) []report.TopicCount {
-	out := make([]report.TopicCount, 0, len(ts.Topics))
-	for _, t := range ts.Topics {
-		out = append(out, report.TopicCount{
-			Topic:      t.Topic,
-			Batches:    t.Batches,
-			Records:    t.Records,
-			Findings:   t.Findings,
-			Duplicated: t.Duplicated,
-		})
-	}
-	return out
 }

@@ -71,12 +71,12 @@ func benchInput(b *testing.B) (string, *gencap.Manifest, int64) {
 // differ from the generator's manifest.
 func BenchmarkAnalyze(b *testing.B) {
 	path, m, size := benchInput(b)
-	cfg := &analyzeConfig{ports: []uint16{9092}, sniff: true, window: defaultWindow, idleTimeout: defaultIdleTimeout}
+	opts := pipelineOptions{ports: []uint16{9092}, sniff: true, window: defaultWindow, idleTimeout: defaultIdleTimeout}
 	b.SetBytes(size)
 	b.ReportAllocs()
 	var packets int64
 	for b.Loop() {
-		p := newPipeline(cfg)
+		p := newPipeline(opts)
 		if err := p.readFile(path, nil); err != nil {
 			b.Fatal(err)
 		}

@@ -16,6 +16,7 @@ type cliFinding struct {
 	Broker          string       `json:"broker"`
 	ClientID        *string      `json:"client_id"`
 	Topic           string       `json:"topic"`
+	TopicID         *string      `json:"topic_id"`
 	Partition       int32        `json:"partition"`
 	ProducerID      int64        `json:"producer_id"`
 	ProducerEpoch   int16        `json:"producer_epoch"`
@@ -82,9 +83,20 @@ func cliAnalyze(t *testing.T, stdin io.Reader, args ...string) cliResult {
 	var stdout, stderr bytes.Buffer
 	code := run(append([]string{"analyze", "--format", "json"}, args...), stdin, &stdout, &stderr)
 	res := cliResult{Code: code, Stderr: stderr.String()}
-	sc := bufio.NewScanner(&stdout)
+	var sawSummary bool
+	res.Findings, res.Summary, sawSummary = parseJSONLines(t, &stdout)
+	if !sawSummary {
+		t.Fatalf("no summary line in output (exit %d, stderr %s)", code, res.Stderr)
+	}
+	return res
+}
+
+// parseJSONLines reads kdupcap's JSON Lines output: findings, then one
+// summary, last. Anything else fails the test.
+func parseJSONLines(t *testing.T, r io.Reader) (findings []cliFinding, sum cliSummary, sawSummary bool) {
+	t.Helper()
+	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 16<<20)
-	sawSummary := false
 	for sc.Scan() {
 		var head struct {
 			Type string `json:"type"`
@@ -101,9 +113,9 @@ func cliAnalyze(t *testing.T, stdin io.Reader, args ...string) cliResult {
 			if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
 				t.Fatalf("finding: %v: %s", err, sc.Text())
 			}
-			res.Findings = append(res.Findings, f)
+			findings = append(findings, f)
 		case "summary":
-			if err := json.Unmarshal(sc.Bytes(), &res.Summary); err != nil {
+			if err := json.Unmarshal(sc.Bytes(), &sum); err != nil {
 				t.Fatalf("summary: %v: %s", err, sc.Text())
 			}
 			sawSummary = true
@@ -111,8 +123,5 @@ func cliAnalyze(t *testing.T, stdin io.Reader, args ...string) cliResult {
 			t.Fatalf("line of unknown type %q: %s", head.Type, sc.Text())
 		}
 	}
-	if !sawSummary {
-		t.Fatalf("no summary line in output (exit %d, stderr %s)", code, res.Stderr)
-	}
-	return res
+	return findings, sum, sawSummary
 }

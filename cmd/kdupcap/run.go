@@ -17,9 +17,10 @@ const usage = `kdupcap finds Kafka producer retries that wrote data twice, from 
 
 Usage:
   kdupcap analyze [flags] FILE [FILE ...]   analyze capture files (pcap, pcapng; .gz/.zst; - for stdin)
+  kdupcap live -i INTERFACE [flags]         sniff a live interface and report re-sends as they happen
   kdupcap version                           print the version
 
-Run 'kdupcap analyze -h' for the analyze flags.
+Run 'kdupcap analyze -h' or 'kdupcap live -h' for their flags.
 `
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -35,6 +36,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "analyze":
 		return runAnalyze(args[1:], stdin, stdout, stderr)
+	case "live":
+		return runLiveCLI(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "kdupcap", version)
 		return exitOK

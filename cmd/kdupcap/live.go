@@ -1,0 +1,469 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kdupcap/kdupcap/capture"
+	"github.com/kdupcap/kdupcap/capture/live"
+	"github.com/kdupcap/kdupcap/decode"
+	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/report"
+)
+
+// Defaults of the live flags.
+const (
+	defaultSettle     = 30 * time.Second
+	defaultLiveWindow = 10 * time.Minute
+	// evidenceMargin widens a finding's time span for its evidence pcap, so
+	// that the first attempt's earlier segments are in it too.
+	evidenceMargin = 200 * time.Millisecond
+	// metricsEvery is how often the metrics counters are brought up to date.
+	metricsEvery = time.Second
+)
+
+// liveConfig holds the live flags.
+type liveConfig struct {
+	iface       string
+	ports       []uint16
+	format      string
+	metricsAddr string
+	emit        string
+	evidenceDir string
+	user        string
+	duration    time.Duration
+	count       int
+	statsEvery  time.Duration
+	snapLen     int
+	ringMB      int
+	window      time.Duration
+	settle      time.Duration
+	idleTimeout time.Duration
+}
+
+func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*liveConfig, error) {
+	cfg := &liveConfig{}
+	fs := flag.NewFlagSet("kdupcap live", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: kdupcap live -i INTERFACE [flags]\n\n"+
+			"Sniffs Kafka traffic on a live interface (Linux AF_PACKET; needs root or\n"+
+			"CAP_NET_RAW) and reports re-sent produce batches as soon as they are decided.\n"+
+			"SIGINT or SIGTERM flushes what is pending, prints the summary and exits 0.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&cfg.iface, "i", "", "interface to capture on, or \"any\" for all of them (required)")
+	ports := fs.String("port", "9092", "comma-separated broker ports to capture (the kernel filter keeps only these)")
+	fs.StringVar(&cfg.format, "format", "lines", "output format: lines (one line per finding) or json (JSON Lines, as analyze)")
+	fs.StringVar(&cfg.metricsAddr, "metrics", "", "serve Prometheus metrics on ADDR (e.g. :9464) at /metrics")
+	fs.StringVar(&cfg.emit, "emit", "", "also publish every finding as a JSON record to kafka://HOST:PORT[,HOST:PORT]/TOPIC")
+	fs.StringVar(&cfg.evidenceDir, "evidence", "", "write the packets of every finding's attempts and responses to a pcap in DIR")
+	fs.StringVar(&cfg.user, "user", "", "drop root privileges to this user once the capture socket is open (as tcpdump -Z)")
+	fs.DurationVar(&cfg.duration, "duration", 0, "stop after this long (0: run until SIGINT or SIGTERM)")
+	fs.IntVar(&cfg.count, "count", 0, "stop after this many findings (0: no limit)")
+	defaultStats := time.Duration(0)
+	if stderrIsTerminal {
+		defaultStats = 10 * time.Second
+	}
+	fs.DurationVar(&cfg.statsEvery, "stats-every", defaultStats, "print a status line on stderr this often (0: never; default 10s on a terminal)")
+	fs.IntVar(&cfg.snapLen, "snaplen", live.DefaultSnapLen, "bytes kept of each packet")
+	fs.IntVar(&cfg.ringMB, "ring-mb", live.DefaultRingBytes>>20, "size of the kernel ring in MiB")
+	fs.DurationVar(&cfg.window, "window", defaultLiveWindow, "how long a batch is remembered after its last attempt")
+	fs.DurationVar(&cfg.settle, "settle", defaultSettle, "how long to wait for a retry after an attempt answered with a retriable error (or not at all) before reporting")
+	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", defaultIdleTimeout, "time after which an idle TCP connection is closed")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (live reads an interface, not files: see kdupcap analyze)", fs.Arg(0))
+	}
+	if cfg.iface == "" {
+		fs.Usage()
+		return nil, errors.New("-i INTERFACE is required")
+	}
+	switch cfg.format {
+	case "lines", "json":
+	default:
+		return nil, fmt.Errorf("--format %q: want lines or json", cfg.format)
+	}
+	var err error
+	if cfg.ports, err = parsePorts(*ports); err != nil {
+		return nil, err
+	}
+	if cfg.window <= 0 || cfg.settle <= 0 || cfg.idleTimeout <= 0 || cfg.duration < 0 || cfg.count < 0 || cfg.statsEvery < 0 {
+		return nil, errors.New("--window, --settle and --idle-timeout must be positive; --duration, --count and --stats-every not negative")
+	}
+	if cfg.ringMB <= 0 || cfg.snapLen <= 0 {
+		return nil, errors.New("--ring-mb and --snaplen must be positive")
+	}
+	if cfg.emit != "" {
+		if _, _, err := report.ParseEmitURL(cfg.emit); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// runLiveCLI is `kdupcap live`: runLive stopped by SIGINT or SIGTERM.
+func runLiveCLI(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runLive(ctx, args, stdout, stderr)
+}
+
+// liveRun is the state of one live run.
+type liveRun struct {
+	cfg      *liveConfig
+	stdout   io.Writer
+	stderr   io.Writer
+	src      *live.Source
+	p        *pipeline
+	out      report.Writer
+	metrics  *report.Metrics
+	emitter  *report.Kafka
+	evidence *capture.Evidence
+
+	findings   int // first reports, for --count
+	writeErr   error
+	toEvidence []detect.Finding // decided during the last Add, written after it
+	drops      uint64           // kernel drops seen so far
+	dropTimes  []time.Time      // when the drop count was seen to grow
+}
+
+// runLive captures until ctx is done, --duration passes or --count findings
+// were reported, then flushes, prints the summary and returns the exit code.
+func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseLiveFlags(args, stderr, isTerminal(stderr))
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "kdupcap live: %v\n", err)
+		return exitUsage
+	}
+	r := &liveRun{cfg: cfg, stdout: stdout, stderr: stderr}
+
+	r.src, err = live.Open(live.Options{
+		Interface: cfg.iface,
+		Ports:     cfg.ports,
+		SnapLen:   cfg.snapLen,
+		RingBytes: cfg.ringMB << 20,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "kdupcap: %v\n", err)
+		return exitUsage
+	}
+	defer r.src.Close()
+	if cfg.user != "" {
+		if err := live.DropPrivileges(cfg.user); err != nil {
+			fmt.Fprintf(stderr, "kdupcap: %v\n", err)
+			return exitUsage
+		}
+	}
+	if code := r.openSinks(ctx); code != exitOK {
+		return code
+	}
+	defer r.closeSinks()
+
+	r.p = newPipeline(pipelineOptions{
+		ports:       cfg.ports,
+		window:      cfg.window,
+		idleTimeout: cfg.idleTimeout,
+		live:        true,
+		settle:      cfg.settle,
+		onFinding:   r.finding,
+		observe:     r.observe,
+		ignore:      r.ignore,
+		evidence:    r.evidence,
+	})
+	r.loop(ctx)
+
+	// Flush what is pending: the decoder marks unanswered requests as cut by
+	// the end of the capture, detect reports the findings not yet reported.
+	r.p.finish()
+	r.writeEvidence()
+	r.updateMetrics()
+	sum := r.p.summary([]string{"live:" + cfg.iface}, nil)
+	sum.Drops = int64(r.src.Stats().Drops)
+	if err := r.out.Summary(sum); err != nil && r.writeErr == nil {
+		r.writeErr = err
+	}
+	for _, e := range r.p.dec.Errors() {
+		fmt.Fprintf(stderr, "kdupcap: warning: %s\n", e)
+	}
+	if r.writeErr != nil {
+		fmt.Fprintf(stderr, "kdupcap: writing output: %v\n", r.writeErr)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// openSinks sets up the writers: stdout, then metrics and the Kafka emitter
+// when asked for.
+func (r *liveRun) openSinks(ctx context.Context) int {
+	cfg := r.cfg
+	var ws []report.Writer
+	if cfg.format == "json" {
+		ws = append(ws, report.NewJSON(r.stdout))
+	} else {
+		ws = append(ws, report.NewLines(r.stdout))
+	}
+	if cfg.metricsAddr != "" {
+		reg := prometheus.NewRegistry()
+		m, err := report.NewMetrics(reg, report.MetricsOptions{})
+		if err != nil {
+			fmt.Fprintf(r.stderr, "kdupcap: metrics: %v\n", err)
+			return exitFailure
+		}
+		ln, err := net.Listen("tcp", cfg.metricsAddr)
+		if err != nil {
+			fmt.Fprintf(r.stderr, "kdupcap: --metrics %s: %v\n", cfg.metricsAddr, err)
+			return exitUsage
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", m.Handler())
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go srv.Serve(ln)
+		go func() {
+			<-ctx.Done()
+			srv.Close()
+		}()
+		r.metrics = m
+		ws = append(ws, m)
+		fmt.Fprintf(r.stderr, "kdupcap: metrics on http://%s/metrics\n", ln.Addr())
+	}
+	if cfg.emit != "" {
+		seeds, topic, _ := report.ParseEmitURL(cfg.emit)
+		k, err := report.NewKafka(seeds, topic)
+		if err != nil {
+			fmt.Fprintf(r.stderr, "kdupcap: --emit %s: %v\n", cfg.emit, err)
+			return exitUsage
+		}
+		r.emitter = k
+		ws = append(ws, k)
+	}
+	if cfg.evidenceDir != "" {
+		if err := os.MkdirAll(cfg.evidenceDir, 0o755); err != nil {
+			fmt.Fprintf(r.stderr, "kdupcap: --evidence: %v\n", err)
+			return exitUsage
+		}
+		r.evidence = capture.NewEvidence(capture.EvidenceOptions{})
+	}
+	r.out = report.Multi(ws...)
+	return exitOK
+}
+
+func (r *liveRun) closeSinks() {
+	if r.emitter != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := r.emitter.Close(ctx); err != nil {
+			fmt.Fprintf(r.stderr, "kdupcap: --emit: %v\n", err)
+		}
+	}
+}
+
+// loop reads packets until it must stop. Without traffic the ring answers
+// ErrTimeout every poll interval, and the wall clock moves the pipeline's
+// time on, so that findings waiting for a retry are still decided.
+func (r *liveRun) loop(ctx context.Context) {
+	start := time.Now()
+	var deadline time.Time
+	if r.cfg.duration > 0 {
+		deadline = start.Add(r.cfg.duration)
+	}
+	nextMetrics := start.Add(metricsEvery)
+	nextStatus := start.Add(r.cfg.statsEvery)
+	for {
+		if ctx.Err() != nil || (r.cfg.count > 0 && r.findings >= r.cfg.count) {
+			return
+		}
+		now := time.Now()
+		if !deadline.IsZero() && !now.Before(deadline) {
+			return
+		}
+		pkt, err := r.src.Next()
+		switch {
+		case err == nil:
+			r.p.asm.Add(pkt)
+		case errors.Is(err, live.ErrTimeout):
+			r.p.asm.Tick(now)
+			r.p.det.Advance(now)
+		default:
+			fmt.Fprintf(r.stderr, "kdupcap: reading %s: %v\n", r.cfg.iface, err)
+			return
+		}
+		r.writeEvidence()
+		if d := r.src.Stats().Drops; d > r.drops {
+			r.drops = d
+			r.dropTimes = append(r.dropTimes, now)
+			if len(r.dropTimes) > 1024 {
+				r.dropTimes = r.dropTimes[len(r.dropTimes)-1024:]
+			}
+		}
+		if now.After(nextMetrics) {
+			r.updateMetrics()
+			nextMetrics = now.Add(metricsEvery)
+		}
+		if r.cfg.statsEvery > 0 && now.After(nextStatus) {
+			fmt.Fprintln(r.stderr, report.StatusLine(r.counters(), r.p.det.Stats().ByVerdict, now.Sub(start)))
+			nextStatus = now.Add(r.cfg.statsEvery)
+		}
+	}
+}
+
+// finding is detect's OnFinding: write the finding to every sink at once.
+func (r *liveRun) finding(f detect.Finding) {
+	if r.crossesDrop(f) {
+		f.Reason += "; the kernel dropped packets while it was sent: evidence may be missing"
+	}
+	if f.Revision == 0 {
+		r.findings++
+	}
+	if err := r.out.Finding(f); err != nil && r.writeErr == nil {
+		r.writeErr = err
+		fmt.Fprintf(r.stderr, "kdupcap: writing a finding: %v\n", err)
+	}
+	if r.evidence != nil {
+		r.toEvidence = append(r.toEvidence, f)
+	}
+}
+
+// crossesDrop says whether the kernel was seen dropping packets during the
+// finding's span (to the resolution of the read loop).
+func (r *liveRun) crossesDrop(f detect.Finding) bool {
+	if len(r.dropTimes) == 0 || len(f.Attempts) == 0 {
+		return false
+	}
+	from, to := findingSpan(f)
+	for _, t := range r.dropTimes {
+		if !t.Before(from) && !t.After(to.Add(evidenceMargin)) {
+			return true
+		}
+	}
+	return false
+}
+
+// findingSpan is the time from the finding's first attempt to its last
+// answer (or last attempt).
+func findingSpan(f detect.Finding) (from, to time.Time) {
+	from = f.Attempts[0].Time
+	for _, a := range f.Attempts {
+		if a.Time.After(to) {
+			to = a.Time
+		}
+		if a.Response != nil && a.Response.Time.After(to) {
+			to = a.Response.Time
+		}
+	}
+	return from, to
+}
+
+// writeEvidence writes the pcap of every finding decided since the last call:
+// after the packet that decided it was recorded.
+func (r *liveRun) writeEvidence() {
+	for _, f := range r.toEvidence {
+		from, to := findingSpan(f)
+		name := fmt.Sprintf("finding-%s-%s-%d-conn%d-corr%d.pcap", f.Attempts[0].Time.UTC().Format("20060102T150405.000000000Z"),
+			safeName(f.Topic), f.Partition, f.ConnID, f.Attempts[0].CorrelationID)
+		path := filepath.Join(r.cfg.evidenceDir, name)
+		err := r.writeEvidenceFile(path, f.Client, f.Broker, from.Add(-evidenceMargin), to.Add(evidenceMargin))
+		switch {
+		case errors.Is(err, capture.ErrEvidenceEvicted):
+			fmt.Fprintf(r.stderr, "kdupcap: evidence %s is partial: older packets of the connection were evicted to bound memory\n", path)
+		case err != nil:
+			fmt.Fprintf(r.stderr, "kdupcap: evidence %s: %v\n", path, err)
+		}
+	}
+	r.toEvidence = r.toEvidence[:0]
+}
+
+func (r *liveRun) writeEvidenceFile(path string, a, b netip.AddrPort, from, to time.Time) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, werr := r.evidence.WritePcap(f, a, b, from, to)
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	return werr
+}
+
+// safeName keeps a topic name usable in a file name.
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// observe feeds produce latency to the metrics.
+func (r *liveRun) observe(x *decode.Exchange) {
+	if r.metrics == nil || !x.Responded || len(x.Batches) == 0 {
+		return
+	}
+	r.metrics.ObserveProduceLatency(x.Batches[0].Topic, x.ResponseTime.Sub(x.RequestTime).Seconds())
+}
+
+// ignore keeps kdupcap's own emission traffic out of the analysis.
+func (r *liveRun) ignore(a, b netip.AddrPort) bool {
+	return r.emitter != nil && r.emitter.IsOwnConn(a, b)
+}
+
+func (r *liveRun) updateMetrics() {
+	if r.metrics != nil {
+		r.metrics.Update(r.counters())
+	}
+}
+
+// counters gathers the cumulative counts of every stage.
+func (r *liveRun) counters() report.Counters {
+	cs := r.p.asm.Stats()
+	ds := r.p.dec.Stats()
+	ts := r.p.det.Stats()
+	ls := r.src.Stats()
+	return report.Counters{
+		Packets:            cs.Packets,
+		Bytes:              cs.Bytes,
+		Drops:              int64(ls.Drops),
+		KernelPackets:      int64(ls.Packets),
+		ProduceRequests:    ds.ProduceRequests,
+		ProduceResponses:   ds.ProduceResponses,
+		Batches:            ds.Batches,
+		Records:            ds.Records,
+		Malformed:          ds.Malformed,
+		Gaps:               cs.Gaps,
+		Connections:        ds.Connections,
+		EvictedConnections: cs.IdleClosed,
+		EvictedBatches:     ts.Evicted + ts.Expired,
+		EvictedPending:     ds.Evicted,
+		Topics:             topicCounts(ts),
+	}
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/kdupcap/kdupcap/capture"
+	"github.com/kdupcap/kdupcap/decode"
+	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/report"
+)
+
+// pipelineOptions configures the stages for analyze and live alike: both
+// run one pipeline from packets to findings.
+type pipelineOptions struct {
+	ports       []uint16
+	sniff       bool
+	window      time.Duration
+	idleTimeout time.Duration
+
+	// Live mode: findings are reported through onFinding as soon as they
+	// are decided, and settle bounds the wait for a retry.
+	live      bool
+	settle    time.Duration
+	onFinding func(detect.Finding)
+	// observe, if set, sees every produce exchange before detect does.
+	observe func(*decode.Exchange)
+	// ignore, if set, keeps connections it answers true for out of the
+	// pipeline (kdupcap's own emission traffic).
+	ignore   func(a, b netip.AddrPort) bool
+	evidence *capture.Evidence
+}
+
+// pipeline wires the stages: capture -> decode -> detect.
+type pipeline struct {
+	asm *capture.Assembler
+	dec *decode.Decoder
+	det *detect.Detector
+}
+
+// sinkFunc adapts a function to decode.Sink.
+type sinkFunc func(*decode.Exchange)
+
+func (f sinkFunc) Produce(x *decode.Exchange) { f(x) }
+
+func newPipeline(o pipelineOptions) *pipeline {
+	p := &pipeline{}
+	p.det = detect.New(detect.Options{Window: o.window, Live: o.live, Settle: o.settle, OnFinding: o.onFinding})
+	var sink decode.Sink = p.det
+	if o.observe != nil {
+		sink = sinkFunc(func(x *decode.Exchange) {
+			o.observe(x)
+			p.det.Produce(x)
+		})
+	}
+	p.dec = decode.New(sink, decode.Options{Ports: o.ports, Sniff: o.sniff})
+	p.asm = capture.NewAssembler(func(a, b netip.AddrPort, ts time.Time) capture.Stream {
+		if o.ignore != nil && o.ignore(a, b) {
+			return nil
+		}
+		// A nil *decode.Conn must become a nil interface, or capture would
+		// call methods on it.
+		if c := p.dec.NewStream(a, b, ts); c != nil {
+			return c
+		}
+		return nil
+	}, capture.AssemblerOptions{IdleTimeout: o.idleTimeout, Evidence: o.evidence})
+	return p
+}
+
+// finish closes every connection and returns all findings, sorted.
+func (p *pipeline) finish() []detect.Finding {
+	p.dec.EndOfInput()
+	p.asm.Close()
+	return p.det.Flush()
+}
+
+func (p *pipeline) summary(files, inputErrs []string) report.Summary {
+	cs := p.asm.Stats()
+	ds := p.dec.Stats()
+	ts := p.det.Stats()
+	s := report.Summary{
+		Files:            files,
+		Packets:          cs.Packets,
+		Bytes:            cs.Bytes,
+		TCPConnections:   cs.TCPConnections,
+		Gaps:             cs.Gaps,
+		GapBytes:         cs.GapBytes,
+		Frames:           ds.Frames,
+		ProduceRequests:  ds.ProduceRequests,
+		ProduceResponses: ds.ProduceResponses,
+		Batches:          ds.Batches,
+		Records:          ds.Records,
+		Malformed:        ds.Malformed,
+		Resyncs:          ds.Resyncs,
+		Findings:         ts.Findings,
+		ByVerdict:        map[string]int64{},
+		Errors:           inputErrs,
+	}
+	for v, n := range ts.ByVerdict {
+		s.ByVerdict[string(v)] = n
+	}
+	for _, c := range p.dec.Connections() {
+		s.KafkaConnections = append(s.KafkaConnections, report.Connection{
+			ID:              c.Info.ID,
+			Client:          c.Info.Client,
+			Broker:          c.Info.Broker,
+			DetectedBy:      c.Info.DetectedBy,
+			ClientIDs:       c.ClientIDs,
+			ProduceRequests: c.ProduceRequests,
+		})
+	}
+	s.ByTopic = topicCounts(ts)
+	return s
+}
+
+func topicCounts(ts detect.Stats) []report.TopicCount {
+	out := make([]report.TopicCount, 0, len(ts.Topics))
+	for _, t := range ts.Topics {
+		out = append(out, report.TopicCount{
+			Topic:      t.Topic,
+			Batches:    t.Batches,
+			Records:    t.Records,
+			Findings:   t.Findings,
+			Duplicated: t.Duplicated,
+		})
+	}
+	return out
+}

@@ -1,0 +1,170 @@
+package detect
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Live mode (Options.Live): a finding is reported once decided, and again
+// when a later attempt changes it while its batch is remembered.
+
+// reportState is what live mode keeps of a batch reported at least once
+// and still remembered: how many times it was reported, and where its
+// finding is in Detector.findings (KeepFindings only).
+type reportState struct {
+	revision int32
+	index    int32
+}
+
+// verdictCode is a Verdict in one byte, for the batch's padding.
+type verdictCode uint8
+
+const verdictNone verdictCode = 0 // not reported yet
+
+var verdictByCode = [...]Verdict{"", Duplicated, Deduplicated, Single, Unconfirmed, Rejected}
+
+func codeOf(v Verdict) verdictCode {
+	if i := slices.Index(verdictByCode[1:], v); i >= 0 {
+		return verdictCode(i + 1)
+	}
+	return verdictNone
+}
+
+// touched is called in live mode after an attempt was added to the batch in
+// slot, which now holds a finding not reported as it stands: it is
+// reported at once when decided by an answer, else it waits for Settle.
+func (d *Detector) touched(slot int32, b *batch) {
+	b.dirty = true
+	if final(b.lastSent()) {
+		d.emit(d.report(slot, b))
+		return
+	}
+	d.settling.push(queued{time: b.last, slot: slot, gen: b.gen})
+}
+
+// settled reports the findings whose batches were last touched more than
+// Settle before the newest packet time. As with the window, a batch behind
+// a newer one in the queue waits for it, never the reverse.
+func (d *Detector) settled() {
+	cutoff := d.newest - d.settle
+	for d.settling.head < len(d.settling.q) {
+		q := d.settling.q[d.settling.head]
+		b := d.slab.at(q.slot)
+		if !b.live || b.gen != q.gen || !b.dirty {
+			d.settling.head++ // stale: touched again, reported or forgotten
+			continue
+		}
+		if q.time >= cutoff {
+			return
+		}
+		d.settling.head++
+		d.stats.Settled++
+		d.emit(d.report(q.slot, b))
+	}
+}
+
+// report decides the finding of the batch in slot as it stands and counts
+// it: a first report as a new finding, a later one as a revision that moves
+// the finding's verdict count.
+func (d *Detector) report(slot int32, b *batch) Finding {
+	f := b.finding()
+	rs := d.reports[slot]
+	f.Revision = int(rs.revision)
+	ts := d.topic(f.Topic, f.TopicID)
+	if b.reported == verdictNone {
+		d.stats.Findings++
+		ts.Findings++
+	} else {
+		d.stats.Revisions++
+		old := verdictByCode[b.reported]
+		if d.stats.ByVerdict[old]--; d.stats.ByVerdict[old] == 0 {
+			delete(d.stats.ByVerdict, old)
+		}
+		if old == Duplicated {
+			ts.Duplicated--
+		}
+	}
+	d.stats.ByVerdict[f.Verdict]++
+	if f.Verdict == Duplicated {
+		ts.Duplicated++
+	}
+	if d.opts.KeepFindings {
+		if rs.revision == 0 {
+			rs.index = int32(len(d.findings))
+			d.findings = append(d.findings, f)
+		} else {
+			d.findings[rs.index] = f
+		}
+	}
+	rs.revision++
+	d.reports[slot] = rs
+	b.reported = codeOf(f.Verdict)
+	b.dirty = false
+	return f
+}
+
+func (d *Detector) emit(f Finding) {
+	if d.opts.OnFinding != nil {
+		d.opts.OnFinding(f)
+	}
+}
+
+// flushLive is Flush with Options.Live.
+func (d *Detector) flushLive() []Finding {
+	for i := range d.slab.n {
+		if d.slab.at(i).live {
+			d.retire(i, false)
+		}
+	}
+	slices.SortFunc(d.fresh, compareFindings)
+	for _, f := range d.fresh {
+		d.emit(f)
+	}
+	d.age.reset()
+	d.settling.reset()
+	clear(d.reports)
+	fresh := d.fresh
+	d.fresh = nil
+	if !d.opts.KeepFindings {
+		return fresh
+	}
+	slices.SortStableFunc(d.findings, compareFindings)
+	return slices.Clone(d.findings)
+}
+
+// lastSent is the attempt of b sent last: the latest send time, then the
+// highest correlation ID, as findings order their attempts.
+func (b *batch) lastSent() *attempt {
+	last := &b.first
+	for i := range b.more {
+		a := &b.more[i]
+		if a.reqTime > last.reqTime || a.reqTime == last.reqTime && a.correlationID > last.correlationID {
+			last = a
+		}
+	}
+	return last
+}
+
+// final reports whether no retry can follow the answer to a: it was sent
+// with acks=0, which is never answered nor retried, or answered for its
+// partition with NONE, DUPLICATE_SEQUENCE_NUMBER (which clients take as
+// success) or an error that is not retriable. No answer, an answer that
+// does not name the partition, or a retriable error can be followed by a
+// retry. kerr marks REQUEST_TIMED_OUT and NOT_ENOUGH_REPLICAS_AFTER_APPEND
+// retriable; they are named here so that this holds whatever kerr says.
+func final(a *attempt) bool {
+	if a.acks == 0 {
+		return true
+	}
+	if !a.partResp {
+		return false
+	}
+	switch a.errorCode {
+	case 0, errDuplicateSequenceNumber:
+		return true
+	case errRequestTimedOut, errNotEnoughReplicasAfterAppend:
+		return false
+	}
+	return !kerr.IsRetriable(kerr.ErrorForCode(a.errorCode))
+}

@@ -1,0 +1,79 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/kdupcap/kdupcap/detect"
+)
+
+// NewLines returns a Writer for people watching a live run: one line per
+// finding, written as soon as it is decided, then a short summary block (the
+// table summary's counts and errors, without the per-connection and
+// per-topic tables, which grow with a long run).
+//
+// A finding's line reads
+//
+//	TIME VERDICT TOPIC/PARTITION CLIENT -> BROKER client.id "ID" pid PRODUCERID crc CRC attempts C1,C2 offsets O1,O2: REASON
+//
+// where TIME is when the last attempt was sent, C are the correlation IDs
+// of the attempts in send order and O the offsets the log holds the batch
+// at ("-" for none). Names from the wire are quoted when they are not
+// printable, as in the table.
+func NewLines(w io.Writer) Writer {
+	return &linesWriter{w: w}
+}
+
+type linesWriter struct {
+	w   io.Writer
+	n   int // findings written
+	buf bytes.Buffer
+}
+
+func (l *linesWriter) Finding(f detect.Finding) error {
+	l.n++
+	l.buf.Reset()
+	b := &l.buf
+	when := "-"
+	if n := len(f.Attempts); n > 0 {
+		when = formatTime(f.Attempts[n-1].Time)
+	}
+	ids := make([]string, len(f.Attempts))
+	for i := range f.Attempts {
+		ids[i] = itoa(f.Attempts[i].CorrelationID)
+	}
+	offs := make([]string, len(f.AppendedOffsets))
+	for i, o := range f.AppendedOffsets {
+		offs[i] = itoa(o)
+	}
+	fmt.Fprintf(b, "%s %s %s/%d %s -> %s client.id %s pid %d crc %s attempts %s offsets %s: %s\n",
+		when, strings.ToUpper(string(f.Verdict)), printable(topicName(&f)), f.Partition,
+		f.Client, f.Broker, clientIDText(f.ClientID), f.ProducerID, formatCRC(f.BatchCRC),
+		orDash(strings.Join(ids, ",")), orDash(strings.Join(offs, ",")), printable(f.Reason))
+	if _, err := l.w.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("report: writing finding %d: %w", l.n, err)
+	}
+	return nil
+}
+
+func (l *linesWriter) Summary(s Summary) error {
+	l.buf.Reset()
+	b := &l.buf
+	if err := summaryCounts(b, &s, l.n); err != nil {
+		return err
+	}
+	summaryErrors(b, &s)
+	if _, err := l.w.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("report: writing summary: %w", err)
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,32 @@
+package report
+
+import "github.com/kdupcap/kdupcap/detect"
+
+// Multi returns a Writer that hands every finding and the summary to each
+// of ws in turn. Every writer is called even when one fails; the error
+// returned is the first one.
+func Multi(ws ...Writer) Writer {
+	return multiWriter(append([]Writer(nil), ws...))
+}
+
+type multiWriter []Writer
+
+func (m multiWriter) Finding(f detect.Finding) error {
+	var first error
+	for _, w := range m {
+		if err := w.Finding(f); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (m multiWriter) Summary(s Summary) error {
+	var first error
+	for _, w := range m {
+		if err := w.Summary(s); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
