@@ -64,6 +64,11 @@ bench: build
 			/usr/bin/time -f "kdupcap analyze: %e s wall, %M KB peak RSS" ./kdupcap analyze --format json $(BENCH_DIR)/$$f.pcap >/dev/null; \
 		fi; \
 	done
+	@echo "== live path: AF_PACKET ring on lo -> reassembly -> Kafka decode -> detect (root only)"
+	@if [ "$$(id -u)" = 0 ]; then \
+		$(GO) test -run='^$$' -bench='LiveLoopback' -benchtime=200000x ./capture/live | grep -E '^Benchmark'; \
+		$(GO) test -run='^$$' -bench='LivePipeline' -benchtime=300000x ./cmd/kdupcap | grep -E '^Benchmark'; \
+	else echo "skipped: not root"; fi
 
 clean:
 	rm -rf kdupcap $(BENCH_DIR)
