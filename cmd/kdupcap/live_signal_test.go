@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestLiveStops runs `kdupcap live` in a child process (this test binary,
+// re-executed) and stops it the ways operators and scripts do: SIGINT,
+// SIGTERM, --duration. Each time it must flush, print the summary and exit 0.
+func TestLiveStops(t *testing.T) {
+	if args := os.Getenv("KDUPCAP_LIVE_ARGS"); args != "" {
+		os.Exit(run(strings.Fields(args), nil, os.Stdout, os.Stderr))
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("live capture needs root (CI runs as root)")
+	}
+	port := freePort(t)
+	tests := []struct {
+		name   string
+		args   string
+		signal os.Signal
+	}{
+		{"SIGINT", "--format json", syscall.SIGINT},
+		{"SIGTERM", "--format json", syscall.SIGTERM},
+		{"duration", "--format json --duration 1s", nil},
+		{"lines format, SIGTERM", "--format lines", syscall.SIGTERM},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestLiveStops$")
+			cmd.Env = append(os.Environ(), fmt.Sprintf("KDUPCAP_LIVE_ARGS=live -i lo --port %d --metrics 127.0.0.1:0 %s", port, tc.args))
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// "metrics on" is printed once the socket is open.
+			if !waitFor(10*time.Second, func() bool { return strings.Contains(stderr.String(), "metrics on") }) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("live did not start: %s", stderr.String())
+			}
+			if tc.signal != nil {
+				if err := cmd.Process.Signal(tc.signal); err != nil {
+					t.Fatal(err)
+				}
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("exit: %v\nstderr: %s", err, stderr.String())
+				}
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("live did not stop: %s", stderr.String())
+			}
+			out := stdout.String()
+			if strings.Contains(tc.args, "json") {
+				if !strings.Contains(out, `"type":"summary"`) || !strings.Contains(out, `"files":["live:lo"]`) {
+					t.Errorf("no summary after the stop: %q", out)
+				}
+			} else if !strings.Contains(out, "live:lo") {
+				t.Errorf("no summary after the stop: %q", out)
+			}
+		})
+	}
+}
