@@ -19,6 +19,7 @@ import (
 
 	"github.com/kdupcap/kdupcap/capture/live"
 	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/internal/kwire"
 )
 
 // BenchmarkLivePipeline is the live path end to end: packets read from the
@@ -141,6 +142,7 @@ func sendProduce(ctx context.Context, addr string) {
 	topic.Topic = "bench"
 	topic.Partitions = append(topic.Partitions, kmsg.NewProduceRequestTopicPartition())
 	req.Topics = append(req.Topics, topic)
+	formatter := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench"))
 	var frame []byte
 	var enc []byte
 	for corr := int32(0); ctx.Err() == nil; corr++ {
@@ -152,16 +154,7 @@ func sendProduce(ctx context.Context, addr string) {
 		batch.CRC = int32(crc32.Checksum(enc[21:], castagnoli))
 		enc = batch.AppendTo(enc[:0])
 		req.Topics[0].Partitions[0].Records = enc
-		frame = frame[:0]
-		frame = append(frame, 0, 0, 0, 0)
-		frame = binary.BigEndian.AppendUint16(frame, 0) // Produce
-		frame = binary.BigEndian.AppendUint16(frame, 9)
-		frame = binary.BigEndian.AppendUint32(frame, uint32(corr))
-		frame = binary.BigEndian.AppendUint16(frame, 5)
-		frame = append(frame, "bench"...)
-		frame = append(frame, 0) // header tags
-		frame = req.AppendTo(frame)
-		binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+		frame = formatter.AppendRequest(frame[:0], req, corr)
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
@@ -205,11 +198,7 @@ func answerProduce(ln net.Listener) {
 				}
 				resp.Topics[0].Partitions[0].BaseOffset = off
 				off += 10
-				out = append(out[:0], 0, 0, 0, 0)
-				out = append(out, head[4:8]...) // correlation ID
-				out = append(out, 0)            // header tags
-				out = resp.AppendTo(out)
-				binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+				out = kwire.AppendResponse(out[:0], int32(binary.BigEndian.Uint32(head[4:8])), resp)
 				if _, err := w.Write(out); err != nil {
 					return
 				}

@@ -1,25 +1,10 @@
 package gencap
 
 import (
-	"encoding/binary"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
 
-// appendResponse appends a size-prefixed response frame: correlation ID,
-// the tag byte of response header v1 when flexible (never for ApiVersions,
-// whose response header stays v0), then the body.
-func appendResponse(dst []byte, resp kmsg.Response, correlationID int32) []byte {
-	start := len(dst)
-	dst = append(dst, 0, 0, 0, 0)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
-	if resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions) {
-		dst = append(dst, 0)
-	}
-	dst = resp.AppendTo(dst)
-	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
-	return dst
-}
+	"github.com/kdupcap/kdupcap/internal/kwire"
+)
 
 // partitionBatch is one partition's batch in a produce request.
 type partitionBatch struct {
@@ -93,7 +78,7 @@ func produceResponse(version int16, correlationID int32, answers []partitionAnsw
 		}
 		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, p)
 	}
-	return appendResponse(nil, resp, correlationID)
+	return kwire.AppendResponse(nil, correlationID, resp)
 }
 
 func errorMessage(code int16) string {
@@ -143,5 +128,5 @@ func apiVersionsResponse(correlationID int32) []byte {
 		ak.ApiKey, ak.MinVersion, ak.MaxVersion = k.key, k.min, k.max
 		resp.ApiKeys = append(resp.ApiKeys, ak)
 	}
-	return appendResponse(nil, resp, correlationID)
+	return kwire.AppendResponse(nil, correlationID, resp)
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kdupcap/kdupcap/internal/kwire"
 )
 
 // conn wraps one broker-side connection. Read parses the client's request
@@ -235,5 +237,5 @@ func timedOut(frame []byte, req *kmsg.ProduceRequest, corr int32) ([]byte, error
 			}
 		}
 	}
-	return appendResponse(nil, corr, resp), nil
+	return kwire.AppendResponse(nil, corr, resp), nil
 }

@@ -96,20 +96,6 @@ func responseBody(frame []byte, req kmsg.Request) ([]byte, error) {
 	return b, nil
 }
 
-// appendResponse appends a whole response frame: size, correlation ID, the
-// empty tag section of a flexible header, and the body.
-func appendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte {
-	start := len(dst)
-	dst = append(dst, 0, 0, 0, 0)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
-	if resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions) {
-		dst = append(dst, 0)
-	}
-	dst = resp.AppendTo(dst)
-	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
-	return dst
-}
-
 // skipTags returns the length of the tagged-field section at the start of b.
 func skipTags(b []byte) (int, error) {
 	count, n := binary.Uvarint(b)

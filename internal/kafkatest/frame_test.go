@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kdupcap/kdupcap/internal/kwire"
 )
 
 func TestNextFrame(t *testing.T) {
@@ -156,7 +158,7 @@ func TestTimedOut(t *testing.T) {
 			bad.Partition, bad.ErrorCode, bad.BaseOffset = 4, kerr.NotLeaderForPartition.Code, -1
 			rt.Partitions = append(rt.Partitions, ok, bad)
 			resp.Topics = append(resp.Topics, rt)
-			frame := appendResponse(nil, 27, resp)
+			frame := kwire.AppendResponse(nil, 27, resp)
 
 			out, err := timedOut(frame, req, 27)
 			if err != nil {
