@@ -103,6 +103,14 @@ func TestLive(t *testing.T) {
 		t.Fatalf("live did not start: %s", stderr.String())
 	}
 
+	// A second instance stops by itself after its first finding (--count).
+	var countOut, countErr lockedBuffer
+	countDone := make(chan int, 1)
+	go func() {
+		countDone <- runLive(ctx, []string{"-i", "lo", "--port", strconv.Itoa(broker.Port()), "--format", "json",
+			"--count", "1", "--duration", "60s"}, &countOut, &countErr)
+	}()
+
 	pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
 	defer pcancel()
 	values := kafkatest.Values("live", 9)
@@ -142,6 +150,15 @@ func TestLive(t *testing.T) {
 	}
 	if m := scrape(); !strings.Contains(m, "kdupcap_produce_latency_seconds_count") {
 		t.Errorf("metrics lack the produce latency histogram")
+	}
+
+	select {
+	case code := <-countDone:
+		if code != exitOK || !strings.Contains(countOut.String(), `"type":"duplicate"`) || !strings.Contains(countOut.String(), `"type":"summary"`) {
+			t.Errorf("--count 1: exit %d, output %s, stderr %s", code, countOut.String(), countErr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("--count 1 did not stop after its first finding: %s", countOut.String())
 	}
 
 	cancel()
