@@ -20,6 +20,13 @@
 // interface: each [Packet] carries the link type of its own interface.
 // [Source.Next] returns io.EOF at the clean end of the input.
 //
+// [Merge] reads several sources as one timeline: a streaming k-way merge by
+// packet timestamp (as mergecap does), stable in source order for equal
+// timestamps, with a per-source clock skew added to every timestamp. Files
+// taken at the same time on several hosts are interleaved; a capture rotated
+// into several files comes out as if read one file after the other.
+// [Merged.Layout] says which of the two a set was.
+//
 // # Decoding and reassembly
 //
 // [Assembler.Add] decodes Ethernet (with 802.1Q and QinQ tags), Linux cooked
@@ -61,17 +68,19 @@
 // # Ownership
 //
 // [Packet].Data belongs to the Source and is valid until the next call to
-// Next; Add does not keep it (an Evidence copies it). The data handed to [Stream.Data] belongs to
-// capture and is valid only during the call. Stream methods are called from
-// within Add, Tick and Close, on the caller's goroutine; neither Source,
-// Assembler nor Evidence is safe for concurrent use.
+// Next (for a [Merged], until the next call to Merged.Next); Add does not
+// keep it (an Evidence copies it). The data handed to [Stream.Data] belongs
+// to capture and is valid only during the call. Stream methods are called
+// from within Add, Tick and Close, on the caller's goroutine; neither Source,
+// Merged, Assembler nor Evidence is safe for concurrent use.
 //
 // # Bad input
 //
 // Every error of a Source is an [*InputError] naming the file and the byte
 // offset of the capture stream reached (decompressed bytes for gzip and
 // zstd): an empty file, a file that is not a capture, a truncated or corrupt
-// one. Packets read before the error stay valid results. Bad packets are never
+// one. Packets read before the error stay valid results; a [Merged] returns
+// one source's error and goes on with the others. Bad packets are never
 // errors: frames that do not decode, of an unsupported link type, or that are
 // not TCP are counted in [Stats] and skipped; a frame cut by the snap length
 // is used as far as it goes and the missing bytes are reported as a gap,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -239,30 +240,53 @@ func (e *Evidence) Stats() EvidenceStats {
 // written and the error wraps ErrEvidenceEvicted; any other error is the
 // writer's.
 func (e *Evidence) WritePcap(w io.Writer, a, b netip.AddrPort, from, to time.Time) (packets int, err error) {
-	k := keyOf(a, b)
+	return e.WritePcapConns(w, []Endpoints{{a, b}}, from, to)
+}
+
+// Endpoints names a TCP connection by its two ends, in either order.
+type Endpoints struct{ A, B netip.AddrPort }
+
+// WritePcapConns is WritePcap for several connections at once: the packets
+// of all of them within [from, to], merged by time (capture order within a
+// connection), in one file. A finding whose attempts went out on several
+// connections (a client that re-sent on a new one) gets one pcap that
+// analyze turns back into that finding. The error wraps ErrEvidenceEvicted
+// when any connection's packets in the range may have been dropped.
+func (e *Evidence) WritePcapConns(w io.Writer, conns []Endpoints, from, to time.Time) (packets int, err error) {
 	var (
-		pkts    []heldPacket
-		buf     []byte
-		partial error
-		link    = layers.LinkTypeEthernet
+		pkts     []heldPacket
+		buf      []byte
+		partials []error
+		link     = layers.LinkTypeEthernet
+		linkSet  bool
 	)
-	c := e.conns[k]
-	if c == nil || (c.head == c.tail && !c.hasEvicted) {
-		partial = fmt.Errorf("capture: no packets held for %v<->%v: %w", a, b, ErrEvidenceEvicted)
-	} else {
-		pkts, buf = e.collect(c, from, to)
+	for _, ends := range conns {
+		a, b := ends.A, ends.B
+		c := e.conns[keyOf(a, b)]
+		if c == nil || (c.head == c.tail && !c.hasEvicted) {
+			partials = append(partials, fmt.Errorf("capture: no packets held for %v<->%v: %w", a, b, ErrEvidenceEvicted))
+			continue
+		}
+		cp, cb := e.collect(c, from, to)
+		for i := range cp {
+			cp[i].off += len(buf)
+		}
+		pkts, buf = append(pkts, cp...), append(buf, cb...)
 		if c.hasEvicted && (from.IsZero() || !c.evictedTo.Before(from)) {
-			partial = fmt.Errorf("capture: packets of %v<->%v up to %s were dropped: %w",
-				a, b, c.evictedTo.UTC().Format(time.RFC3339Nano), ErrEvidenceEvicted)
+			partials = append(partials, fmt.Errorf("capture: packets of %v<->%v up to %s were dropped: %w",
+				a, b, c.evictedTo.UTC().Format(time.RFC3339Nano), ErrEvidenceEvicted))
 		}
-		if c.hasLink {
-			link = c.link
+		if c.hasLink && !linkSet {
+			link, linkSet = c.link, true
 		}
+	}
+	if len(conns) > 1 {
+		slices.SortStableFunc(pkts, func(x, y heldPacket) int { return x.ci.Timestamp.Compare(y.ci.Timestamp) })
 	}
 	if err := writeHeld(w, pkts, buf, link); err != nil {
-		return 0, fmt.Errorf("capture: writing evidence of %v<->%v: %w", a, b, err)
+		return 0, fmt.Errorf("capture: writing evidence: %w", err)
 	}
-	return len(pkts), partial
+	return len(pkts), errors.Join(partials...)
 }
 
 // heldPacket is a packet copied out by collect: its data is

@@ -600,3 +600,33 @@ func TestEvidenceAllocations(t *testing.T) {
 }
 
 func putSeq(ip []byte, seq uint32) { binary.BigEndian.PutUint32(ip[24:], seq) }
+
+// TestEvidenceConns: the packets of several connections go into one pcap,
+// merged by time; a connection with nothing held makes it partial.
+func TestEvidenceConns(t *testing.T) {
+	client2 := netip.MustParseAddrPort("10.0.0.1:40001")
+	one := bulk(t, client4, 0, 3, 10)                    // t0+0, +1, +2 ms
+	two := bulk(t, client2, 500*time.Microsecond, 3, 10) // t0+0.5, +1.5, +2.5 ms
+	ev := NewEvidence(EvidenceOptions{})
+	a := NewAssembler((&recorder{}).newStream, AssemblerOptions{Evidence: ev})
+	all := append(append([]Packet(nil), one...), two...)
+	feed(t, a, all)
+
+	var out bytes.Buffer
+	n, err := ev.WritePcapConns(&out, []Endpoints{{client4, server4}, {server4, client2}}, time.Time{}, time.Time{})
+	if err != nil || n != 6 {
+		t.Fatalf("WritePcapConns: %d, %v; want 6 packets", n, err)
+	}
+	src, err := NewSource("conns", &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameCaptured(t, readEvidence(t, src), []Packet{one[0], two[0], one[1], two[1], one[2], two[2]})
+
+	unknown := netip.MustParseAddrPort("10.9.9.9:1")
+	out.Reset()
+	n, err = ev.WritePcapConns(&out, []Endpoints{{client4, server4}, {unknown, server4}}, time.Time{}, time.Time{})
+	if n != 3 || !errors.Is(err, ErrEvidenceEvicted) {
+		t.Errorf("with an unknown connection: %d, %v; want 3 and partial", n, err)
+	}
+}

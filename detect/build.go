@@ -19,13 +19,24 @@ func (b *batch) finding() Finding {
 		if c := cmp.Compare(x.reqTime, y.reqTime); c != 0 {
 			return c
 		}
-		return cmp.Compare(x.correlationID, y.correlationID)
+		if c := cmp.Compare(x.correlationID, y.correlationID); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.conn.ID, y.conn.ID)
 	})
+	scope := ScopeConnection
+	if b.spans() {
+		scope = ScopeClient
+		for i := range atts {
+			atts[i].showConn = true
+		}
+	}
 
+	first := atts[0].conn
 	f := Finding{
-		ConnID:        b.conn.ID,
-		Client:        b.conn.Client,
-		Broker:        b.conn.Broker,
+		ConnID:        first.ID,
+		Client:        first.Client,
+		Broker:        first.Broker,
 		ClientID:      atts[0].clientID,
 		Topic:         b.topic,
 		TopicID:       b.topicID,
@@ -38,6 +49,7 @@ func (b *batch) finding() Finding {
 		Magic:         b.magic,
 		Idempotent:    b.idempotent(),
 		Match:         MatchBytes,
+		Scope:         scope,
 		Attempts:      make([]Attempt, len(atts)),
 	}
 	responses := make([]Response, len(atts))
@@ -48,6 +60,9 @@ func (b *batch) finding() Finding {
 		}
 		out := &f.Attempts[i]
 		*out = Attempt{
+			ConnID:        a.conn.ID,
+			Client:        a.conn.Client,
+			Broker:        a.conn.Broker,
 			CorrelationID: a.correlationID,
 			Time:          fromUnixNano(a.reqTime),
 			Version:       a.version,
@@ -86,11 +101,15 @@ func (b *batch) finding() Finding {
 // it: sending its bytes again is not a retry. An answer captured at the very
 // instant cur was sent cannot have caused it (the client needs time to read
 // it), so only an answer captured strictly before cur counts. Clients take
-// DUPLICATE_SEQUENCE_NUMBER as success.
+// DUPLICATE_SEQUENCE_NUMBER as success. An unanswered attempt whose
+// connection closed, followed by one on another connection, is
+// connection_closed: the capture shows the close, not always who closed.
 func cause(prev, cur *attempt) (Cause, string) {
 	switch {
 	case prev.acks == 0:
 		return CauseNotARetry, ""
+	case !prev.responded && prev.conn != cur.conn && prev.noResponse == noResponseClosed:
+		return CauseConnectionClosed, ""
 	case !prev.responded || prev.respTime >= cur.reqTime:
 		return CauseClientTimeout, ""
 	case !prev.partResp:
@@ -121,6 +140,10 @@ func ErrorName(code int16) string {
 	}
 	return "UNKNOWN_ERROR_" + strconv.Itoa(int(code))
 }
+
+// noResponseClosed is decode's Exchange.NoResponse for a request whose
+// connection closed before an answer.
+const noResponseClosed = "connection closed"
 
 func millis(ns int64) float64 { return float64(ns) / 1e6 }
 

@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"hash/maphash"
 	"math"
 	"slices"
 	"time"
@@ -29,6 +30,17 @@ type Options struct {
 	// evicted, or at Flush; the Finding shares its slices with the one Flush
 	// returns: read them, do not modify them. With Live: see Live.
 	OnFinding func(Finding)
+
+	// Scope chooses which re-sends are found: ScopeConnection groups only
+	// the attempts sent on one connection (a re-send on a new connection
+	// is not seen); ScopeClient groups the attempts of a client across its
+	// connections (the same client IP, ignoring the port, and client.id; or,
+	// for an idempotent producer, the same producer ID and epoch from any
+	// address, as behind NAT) and reports only the batches whose attempts
+	// span two or more connections; ScopeBoth (""), the default, groups
+	// across connections and reports every batch sent more than once, each
+	// finding saying its own Scope. Any other value acts as ScopeBoth.
+	Scope Scope
 
 	// Live reports each finding as soon as it is decided, for a capture
 	// that never ends. A finding is decided when the last of its attempts
@@ -67,6 +79,8 @@ type Options struct {
 type Detector struct {
 	opts   Options
 	window int64 // ns
+	scope  Scope // ScopeConnection, ScopeClient or ScopeBoth
+	seed   maphash.Seed
 
 	bySeq   map[seqKey]int32
 	byBytes map[bytesKey]int32
@@ -102,8 +116,13 @@ func New(opts Options) *Detector {
 	if opts.Settle <= 0 {
 		opts.Settle = DefaultSettle
 	}
+	if opts.Scope != ScopeConnection && opts.Scope != ScopeClient {
+		opts.Scope = ScopeBoth
+	}
 	return &Detector{
 		opts:    opts,
+		scope:   opts.Scope,
+		seed:    maphash.MakeSeed(),
 		window:  int64(opts.Window),
 		settle:  int64(opts.Settle),
 		reports: make(map[int32]reportState),
@@ -147,6 +166,7 @@ func (d *Detector) Produce(x *decode.Exchange) {
 			reqTime:       req,
 			respTime:      resp,
 			noResponse:    x.NoResponse,
+			conn:          conn,
 			clientID:      x.ClientID,
 			correlationID: x.CorrelationID,
 			timeoutMillis: x.TimeoutMillis,
@@ -209,12 +229,12 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		bk    bytesKey
 	)
 	if bt.ProducerID >= 0 {
-		sk = seqKey{conn: conn.ID, topic: topic, topicID: bt.TopicID, partition: bt.Partition,
+		sk = seqKey{owner: d.ownerOf(conn, at.clientID, true), topic: topic, topicID: bt.TopicID, partition: bt.Partition,
 			producerEpoch: bt.ProducerEpoch, firstSequence: bt.FirstSequence,
 			lastOffsetDelta: bt.LastOffsetDelta, producerID: bt.ProducerID}
 		slot, found = d.bySeq[sk]
 	} else {
-		bk = bytesKey{conn: conn.ID, topic: topic, topicID: bt.TopicID, partition: bt.Partition,
+		bk = bytesKey{owner: d.ownerOf(conn, at.clientID, false), topic: topic, topicID: bt.TopicID, partition: bt.Partition,
 			crc: bt.CRC, hash: bt.Hash}
 		slot, found = d.byBytes[bk]
 	}
@@ -282,6 +302,12 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 	}
 }
 
+// reportable reports whether b makes a finding: it was sent more than once
+// and, with ScopeClient, on more than one connection.
+func (d *Detector) reportable(b *batch) bool {
+	return len(b.more) > 0 && (d.scope != ScopeClient || b.spans())
+}
+
 func (d *Detector) push(slot int32, b *batch) {
 	d.age.push(queued{time: b.last, slot: slot, gen: b.gen})
 }
@@ -330,9 +356,9 @@ func (d *Detector) evictOldest() bool {
 func (d *Detector) retire(slot int32, emit bool) {
 	b := d.slab.at(slot)
 	if b.idempotent() {
-		delete(d.bySeq, b.seqKey())
+		delete(d.bySeq, d.seqKey(b))
 	} else {
-		delete(d.byBytes, b.bytesKey())
+		delete(d.byBytes, d.bytesKey(b))
 	}
 	switch {
 	case d.opts.Live:
@@ -347,7 +373,7 @@ func (d *Detector) retire(slot int32, emit bool) {
 		if b.reported != verdictNone {
 			delete(d.reports, slot)
 		}
-	case len(b.more) > 0:
+	case d.reportable(b):
 		f := b.finding()
 		d.record(&f)
 		if emit && d.opts.OnFinding != nil {

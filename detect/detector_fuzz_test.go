@@ -10,7 +10,8 @@ import (
 
 // exchangesFrom turns fuzz bytes into exchanges, 4 bytes each: which batch
 // (of 4 non-idempotent and 4 idempotent, some rebuilt with other bytes), which
-// connection, what answer, and when.
+// connection of one client (bit 1: an unanswered exchange's connection
+// closed), what answer, and when.
 func exchangesFrom(data []byte) []*decode.Exchange {
 	var xs []*decode.Exchange
 	for i := 0; i+4 <= len(data) && len(xs) < 64; i += 4 {
@@ -31,6 +32,8 @@ func exchangesFrom(data []byte) []*decode.Exchange {
 		switch {
 		case answer&7 == 7 && when&8 != 0 && b.ProducerID < 0:
 			x = acks0(ex(c, int32(i/4), sent, noAnswer, 0, 0, b))
+		case answer&7 == 7 && connSel&2 != 0:
+			x = noResp(ex(c, int32(i/4), sent, noAnswer, 0, 0, b), "connection closed")
 		case answer&7 == 7:
 			x = ex(c, int32(i/4), sent, noAnswer, 0, 0, b)
 		default:
@@ -49,6 +52,7 @@ func FuzzOrder(f *testing.F) {
 	f.Add([]byte{0, 0, 1<<3 | 1, 0, 0, 0, 7, 1})                       // seed a: error 7 then unanswered
 	f.Add([]byte{4, 0, 30<<3 | 1, 0, 4, 0, 30 << 3, 0})                // seed b: idempotent, 7 then 0 at the same offset
 	f.Add([]byte{12, 0, 5<<3 | 1, 0, 4, 0, 5 << 3, 0, 1, 1, 0, 3})     // rebuilt bytes, other connection
+	f.Add([]byte{0, 2, 7, 0, 0, 1, 3 << 3, 1})                         // closed unanswered, resent on the other connection
 	f.Add([]byte{0, 0, 7, 0, 0, 0, 7, 0, 0, 0, 4 << 3, 0, 0, 1, 2, 0}) // three sends
 	f.Add([]byte{1, 0, 7, 8, 1, 0, 7, 8})                              // acks=0 sent twice
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -92,6 +96,16 @@ func FuzzOrder(f *testing.F) {
 			if f.Reason == "" {
 				t.Fatalf("finding %d has no reason", i)
 			}
+			conns := map[uint64]bool{}
+			for _, a := range f.Attempts {
+				conns[a.ConnID] = true
+			}
+			if (f.Scope == ScopeClient) != (len(conns) > 1) || (f.Scope != ScopeClient && f.Scope != ScopeConnection) {
+				t.Fatalf("finding %d: scope %q with attempts on %d connections", i, f.Scope, len(conns))
+			}
+			if a := f.Attempts[0]; a.ConnID != f.ConnID || a.Client != f.Client || a.Broker != f.Broker {
+				t.Fatalf("finding %d on connection %d, its first attempt on %d", i, f.ConnID, a.ConnID)
+			}
 			for k, a := range f.Attempts {
 				if (k == 0) != (a.Cause == "") || (a.Cause == CauseBrokerError) != (a.CauseError != "") {
 					t.Fatalf("finding %d attempt %d: cause %q %q", i, k, a.Cause, a.CauseError)
@@ -111,7 +125,9 @@ func FuzzOrder(f *testing.F) {
 					t.Fatalf("finding %d attempt %d: cause %q after an acks=0 attempt", i, k, a.Cause)
 				case a.Cause == CauseClientTimeout && prev.Acks != 0 && prev.Response != nil && prev.Response.Time.Before(a.Time):
 					t.Fatalf("finding %d attempt %d: client_timeout, but attempt %d was answered before", i, k, k-1)
-				case a.Cause != CauseClientTimeout && prev.Acks != 0 && prev.NoResponse != "" && prev.NoResponse != "response did not name the partition":
+				case a.Cause == CauseConnectionClosed && (prev.NoResponse != "connection closed" || prev.ConnID == a.ConnID):
+					t.Fatalf("finding %d attempt %d: connection_closed after attempt %d on connection %d (%q)", i, k, k-1, prev.ConnID, prev.NoResponse)
+				case a.Cause != CauseClientTimeout && a.Cause != CauseConnectionClosed && prev.Acks != 0 && prev.NoResponse != "" && prev.NoResponse != "response did not name the partition":
 					t.Fatalf("finding %d attempt %d: cause %q after an unanswered attempt", i, k, a.Cause)
 				}
 			}

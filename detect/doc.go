@@ -5,8 +5,8 @@
 //
 // capture -> decode -> detect -> report. detect takes complete produce
 // exchanges (decode.Exchange, handed to Detector.Produce, which satisfies
-// decode.Sink) and gives Findings: one per batch sent more than once on a
-// connection, with every attempt, the cause of each resend and a Verdict.
+// decode.Sink) and gives Findings: one per batch sent more than once by a
+// client, on one connection or several, with every attempt, the cause of each resend and a Verdict.
 // A capture file is read to its end and Flush returns the findings sorted;
 // a live capture (Options.Live) has each finding reported through
 // OnFinding as soon as it is decided, and Advance moves packet time on
@@ -16,23 +16,32 @@
 //
 // # Grouping
 //
-// Two attempts carry the same batch when they were sent on the same
-// connection to the same topic-partition (the topic ID when the request named
-// one, else the name) and either have the same bytes under the batch CRC
-// (decode.Batch.Hash and CRC equal: Match "bytes"), or, for an idempotent
-// producer (ProducerID >= 0), the same producer ID, epoch, first sequence and
-// last offset delta (Match "sequence" when the bytes differ: librdkafka
-// rebuilds a batch before a retry). A non-idempotent retry whose bytes were
-// rebuilt cannot be told from new data and is not grouped. One request that
-// names a partition twice with the same batch is one send, not a resend.
+// Two attempts carry the same batch when they went to the same
+// topic-partition (the topic ID when the request named one, else the name)
+// and either have the same bytes under the batch CRC (decode.Batch.Hash and
+// CRC equal: Match "bytes"), or, for an idempotent producer (ProducerID >=
+// 0), the same producer ID, epoch, first sequence and last offset delta
+// (Match "sequence" when the bytes differ: librdkafka rebuilds a batch
+// before a retry), and were sent by the same client: on the same connection,
+// or (Options.Scope) on any connection from the same client IP with the same
+// client.id, or, for an idempotent producer, with the same producer ID and
+// epoch from any address (a client re-sends on a new connection after a
+// timeout or a close, and to another broker after NOT_LEADER_OR_FOLLOWER).
+// A batch is one finding with all its attempts; its Scope is "connection"
+// when they were all sent on one connection, "client" when they span
+// connections. A non-idempotent retry whose bytes were rebuilt cannot be
+// told from new data and is not grouped. One request that names a partition
+// twice with the same batch is one send, not a resend.
 //
 // # Causes
 //
 // Each resend is judged against the attempt sent just before it: an answer
 // captured strictly before the resend was sent caused it (broker_error, or
 // not_a_retry after success or DUPLICATE_SEQUENCE_NUMBER); none captured by
-// then is a client_timeout; after an acks=0 request, which is never answered
-// and never retried, it is not_a_retry.
+// then is a client_timeout, or connection_closed when that attempt's
+// connection closed without an answer and the resend went out on another
+// connection; after an acks=0 request, which is never answered and never
+// retried, it is not_a_retry.
 //
 // # Ownership and state
 //
@@ -44,6 +53,8 @@
 // any exchange), and at most Options.MaxBatches batches are remembered; the
 // oldest is decided early beyond that and counted in Stats.Evicted. A batch
 // whose attempts arrive further apart than Window is therefore not grouped.
+// The index by client is the index of the remembered batches: a batch
+// forgotten leaves nothing behind.
 // Decided findings are kept until Flush returns them in order, so memory
 // grows with the findings of a run, not with its traffic.
 //

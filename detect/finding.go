@@ -44,6 +44,29 @@ const (
 	// same batch was still sent again (by the application or a client bug,
 	// not a retry).
 	CauseNotARetry Cause = "not_a_retry"
+	// CauseConnectionClosed: the earlier attempt was sent on another
+	// connection, which closed with no answer to it captured (by either
+	// side: kgo and the Java client close a connection whose request timed
+	// out, a broker may close one after the append), and this attempt went
+	// out on a new connection. Attempt.GapMillis is the time between the
+	// two sends.
+	CauseConnectionClosed Cause = "connection_closed"
+)
+
+// Scope says where the attempts of a finding were sent, and, in
+// Options.Scope, which findings a Detector looks for.
+type Scope string
+
+const (
+	// ScopeConnection: every attempt on one Kafka connection.
+	ScopeConnection Scope = "connection"
+	// ScopeClient: attempts on two or more connections of one client (the
+	// same client IP and client.id, or, for an idempotent producer, the
+	// same producer ID and epoch), to one broker or several.
+	ScopeClient Scope = "client"
+	// ScopeBoth, only in Options.Scope: look for both kinds; each finding
+	// says its own scope. It is the default.
+	ScopeBoth Scope = ""
 )
 
 // Match says how the attempts of a finding were recognised as one batch.
@@ -57,7 +80,9 @@ const (
 	MatchSequence Match = "sequence"
 )
 
-// Finding is one record batch sent more than once on a connection.
+// Finding is one record batch sent more than once, on one connection or on
+// several of one client. ConnID, Client and Broker are the first attempt's;
+// each Attempt says its own.
 type Finding struct {
 	ConnID    uint64
 	Client    netip.AddrPort
@@ -75,6 +100,9 @@ type Finding struct {
 	Magic         int8
 	Idempotent    bool
 	Match         Match
+	// Scope is ScopeConnection when every attempt was sent on one
+	// connection, ScopeClient when they span connections.
+	Scope Scope
 
 	Verdict Verdict
 	// AppendedOffsets are the distinct base offsets at which the responses
@@ -95,6 +123,12 @@ type Finding struct {
 
 // Attempt is one ProduceRequest carrying the finding's batch.
 type Attempt struct {
+	// ConnID, Client and Broker name the connection the attempt was sent
+	// on (ConnID as decode numbered it). Correlation IDs are per connection:
+	// a resend on a new connection may repeat an earlier attempt's.
+	ConnID        uint64
+	Client        netip.AddrPort
+	Broker        netip.AddrPort
 	CorrelationID int32
 	Time          time.Time
 	Version       int16

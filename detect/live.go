@@ -35,6 +35,9 @@ func codeOf(v Verdict) verdictCode {
 // slot, which now holds a finding not reported as it stands: it is
 // reported at once when decided by an answer, else it waits for Settle.
 func (d *Detector) touched(slot int32, b *batch) {
+	if !d.reportable(b) {
+		return // ScopeClient: not (yet) sent on a second connection
+	}
 	b.dirty = true
 	if final(b.lastSent()) {
 		d.emit(d.report(slot, b))

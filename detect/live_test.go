@@ -335,13 +335,15 @@ func latestOf(fs []Finding) []Finding {
 }
 
 func holdsAttempts(g, f Finding) bool {
-	if g.ConnID != f.ConnID || g.Partition != f.Partition || g.Topic != f.Topic {
+	// Not f.ConnID: a finding's connection is its first attempt's, and an
+	// attempt sent earlier on another connection may come later.
+	if g.Partition != f.Partition || g.Topic != f.Topic {
 		return false
 	}
 	for _, a := range f.Attempts {
 		found := false
 		for _, b := range g.Attempts {
-			if a.CorrelationID == b.CorrelationID && a.Time.Equal(b.Time) {
+			if a.ConnID == b.ConnID && a.CorrelationID == b.CorrelationID && a.Time.Equal(b.Time) {
 				found = true
 			}
 		}

@@ -1,15 +1,28 @@
 package detect
 
 import (
+	"hash/maphash"
 	"time"
 
 	"github.com/kdupcap/kdupcap/decode"
 )
 
+// owner is who may re-send a batch, as a key: the connection (scope
+// connection), or a 64-bit hash of the client's IP and client.id (grouping
+// across connections, not idempotent), or nobody in particular (across
+// connections, idempotent: the producer ID and epoch in seqKey say who).
+// Unused fields are zero. A hash keeps the keys of a million batches small;
+// two clients whose hashes collide would also have to send the same batch
+// bytes to the same partition to be mistaken for one.
+type owner struct {
+	conn   uint64
+	client uint64
+}
+
 // bytesKey finds a batch by its bytes; seqKey finds an idempotent batch by
 // its sequence span. Both hold the topic ID when it is set, else the name.
 type bytesKey struct {
-	conn      uint64
+	owner
 	topic     string
 	topicID   [16]byte
 	partition int32
@@ -18,7 +31,7 @@ type bytesKey struct {
 }
 
 type seqKey struct {
-	conn            uint64
+	owner
 	topic           string
 	topicID         [16]byte
 	partition       int32
@@ -36,6 +49,7 @@ type attempt struct {
 	baseOffset    int64
 	logAppendTime int64
 	noResponse    string
+	conn          *decode.ConnInfo
 	clientID      *string
 	correlationID int32
 	timeoutMillis int32
@@ -46,6 +60,10 @@ type attempt struct {
 	crc           uint32
 	responded     bool // the exchange has a response
 	partResp      bool // the response named this partition
+	// showConn, set on the copies a Finding is built from when its attempts
+	// span connections, names the connection with the correlation ID in
+	// reasons: correlation IDs are per connection.
+	showConn bool
 }
 
 // batch is one remembered record batch: its header fields once, and its
@@ -96,13 +114,33 @@ func (b *batch) keyTopic() string {
 	return b.topic
 }
 
-func (b *batch) bytesKey() bytesKey {
-	return bytesKey{conn: b.conn.ID, topic: b.keyTopic(), topicID: b.topicID,
+// ownerOf is the key part that says who sent a batch's attempts: the
+// connection with ScopeConnection, else the client across its connections.
+func (d *Detector) ownerOf(conn *decode.ConnInfo, clientID *string, idempotent bool) owner {
+	switch {
+	case d.scope == ScopeConnection:
+		return owner{conn: conn.ID}
+	case idempotent:
+		return owner{}
+	}
+	var h maphash.Hash
+	h.SetSeed(d.seed)
+	ip := conn.Client.Addr().Unmap().As16()
+	h.Write(ip[:])
+	if clientID != nil {
+		h.WriteByte(1)
+		h.WriteString(*clientID)
+	}
+	return owner{client: h.Sum64()}
+}
+
+func (d *Detector) bytesKey(b *batch) bytesKey {
+	return bytesKey{owner: d.ownerOf(b.conn, b.clientID, false), topic: b.keyTopic(), topicID: b.topicID,
 		partition: b.partition, crc: b.crc, hash: b.hash}
 }
 
-func (b *batch) seqKey() seqKey {
-	return seqKey{conn: b.conn.ID, topic: b.keyTopic(), topicID: b.topicID,
+func (d *Detector) seqKey(b *batch) seqKey {
+	return seqKey{owner: d.ownerOf(b.conn, b.clientID, true), topic: b.keyTopic(), topicID: b.topicID,
 		partition: b.partition, producerEpoch: b.producerEpoch,
 		firstSequence: b.firstSequence, lastOffsetDelta: b.lastOffsetDelta,
 		producerID: b.producerID}
@@ -154,11 +192,21 @@ func fromUnixNano(n int64) time.Time { return time.Unix(0, n).UTC() }
 // sameRequest reports whether b already holds an attempt of the request at:
 // a request naming one partition twice with the same batch is one send.
 func (b *batch) sameRequest(at *attempt) bool {
-	if b.first.correlationID == at.correlationID && b.first.reqTime == at.reqTime {
+	if b.first.correlationID == at.correlationID && b.first.reqTime == at.reqTime && b.first.conn == at.conn {
 		return true
 	}
 	for i := range b.more {
-		if b.more[i].correlationID == at.correlationID && b.more[i].reqTime == at.reqTime {
+		if b.more[i].correlationID == at.correlationID && b.more[i].reqTime == at.reqTime && b.more[i].conn == at.conn {
+			return true
+		}
+	}
+	return false
+}
+
+// spans reports whether b's attempts were sent on more than one connection.
+func (b *batch) spans() bool {
+	for i := range b.more {
+		if b.more[i].conn != b.first.conn {
 			return true
 		}
 	}

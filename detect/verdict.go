@@ -210,7 +210,14 @@ func joinAnd(s []string) string {
 	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
-func corr(a *attempt) string { return strconv.Itoa(int(a.correlationID)) }
+// corr names an attempt by its correlation ID, and by its connection too
+// when the finding spans connections (correlation IDs are per connection).
+func corr(a *attempt) string {
+	if a.showConn && a.conn != nil {
+		return strconv.Itoa(int(a.correlationID)) + " (connection " + strconv.FormatUint(a.conn.ID, 10) + ")"
+	}
+	return strconv.Itoa(int(a.correlationID))
+}
 
 func times(n int) string {
 	switch n {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/netip"
 
 	"github.com/kdupcap/kdupcap/detect"
 )
@@ -73,6 +74,7 @@ type jsonFinding struct {
 	Magic           int8          `json:"magic"`
 	Idempotent      bool          `json:"idempotent"`
 	Match           string        `json:"match"`
+	Scope           string        `json:"scope"`
 	Verdict         string        `json:"verdict"`
 	Reason          string        `json:"reason"`
 	AppendedOffsets []int64       `json:"appended_offsets"`
@@ -81,6 +83,9 @@ type jsonFinding struct {
 }
 
 type jsonAttempt struct {
+	ConnID        uint64        `json:"conn_id"`
+	Client        string        `json:"client"`
+	Broker        string        `json:"broker"`
 	CorrelationID int32         `json:"correlation_id"`
 	Time          string        `json:"time"`
 	APIVersion    int16         `json:"api_version"`
@@ -190,6 +195,7 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 		Magic:           f.Magic,
 		Idempotent:      f.Idempotent,
 		Match:           string(f.Match),
+		Scope:           string(scopeOf(f)),
 		Verdict:         string(f.Verdict),
 		Reason:          f.Reason,
 		AppendedOffsets: append([]int64{}, f.AppendedOffsets...),
@@ -202,7 +208,11 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 	for i := range f.Attempts {
 		a := &f.Attempts[i]
 		ja := &j.Attempts[i]
+		conn, client, broker := attemptConn(f, a)
 		*ja = jsonAttempt{
+			ConnID:        conn,
+			Client:        client.String(),
+			Broker:        broker.String(),
 			CorrelationID: a.CorrelationID,
 			Time:          formatTime(a.Time),
 			APIVersion:    a.Version,
@@ -236,6 +246,24 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 		}
 	}
 	return j
+}
+
+// scopeOf is f's scope; a Finding built by hand without one is taken as on
+// one connection.
+func scopeOf(f *detect.Finding) detect.Scope {
+	if f.Scope == "" {
+		return detect.ScopeConnection
+	}
+	return f.Scope
+}
+
+// attemptConn is the connection a was sent on; an Attempt built by hand
+// without one is taken as on the finding's.
+func attemptConn(f *detect.Finding, a *detect.Attempt) (uint64, netip.AddrPort, netip.AddrPort) {
+	if a.ConnID == 0 && !a.Client.IsValid() {
+		return f.ConnID, f.Client, f.Broker
+	}
+	return a.ConnID, a.Client, a.Broker
 }
 
 func toJSONSummary(s *Summary) jsonSummary {

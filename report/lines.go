@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/kdupcap/kdupcap/detect"
@@ -20,8 +21,11 @@ import (
 //
 // where TIME is when the last attempt was sent, C are the correlation IDs
 // of the attempts in send order and O the offsets the log holds the batch
-// at ("-" for none). Names from the wire are quoted when they are not
-// printable, as in the table.
+// at ("-" for none). CLIENT -> BROKER is the first attempt's connection.
+// When the attempts span connections (scope client), each C is followed by
+// @N, the connection it was sent on, and "connections N CLIENT -> BROKER,
+// ..." comes before the offsets. Names from the wire are quoted when they
+// are not printable, as in the table.
 func NewLines(w io.Writer) Writer {
 	return &linesWriter{w: w}
 }
@@ -40,18 +44,34 @@ func (l *linesWriter) Finding(f detect.Finding) error {
 	if n := len(f.Attempts); n > 0 {
 		when = formatTime(f.Attempts[n-1].Time)
 	}
+	spans := scopeOf(&f) == detect.ScopeClient
 	ids := make([]string, len(f.Attempts))
+	var conns []string
+	seen := make(map[uint64]bool)
 	for i := range f.Attempts {
 		ids[i] = itoa(f.Attempts[i].CorrelationID)
+		if !spans {
+			continue
+		}
+		conn, client, broker := attemptConn(&f, &f.Attempts[i])
+		ids[i] += "@" + strconv.FormatUint(conn, 10)
+		if !seen[conn] {
+			seen[conn] = true
+			conns = append(conns, fmt.Sprintf("%d %s -> %s", conn, client, broker))
+		}
+	}
+	across := ""
+	if spans {
+		across = " connections " + strings.Join(conns, ", ")
 	}
 	offs := make([]string, len(f.AppendedOffsets))
 	for i, o := range f.AppendedOffsets {
 		offs[i] = itoa(o)
 	}
-	fmt.Fprintf(b, "%s %s %s/%d %s -> %s client.id %s pid %d crc %s attempts %s offsets %s: %s\n",
+	fmt.Fprintf(b, "%s %s %s/%d %s -> %s client.id %s pid %d crc %s attempts %s%s offsets %s: %s\n",
 		when, strings.ToUpper(string(f.Verdict)), printable(topicName(&f)), f.Partition,
 		f.Client, f.Broker, clientIDText(f.ClientID), f.ProducerID, formatCRC(f.BatchCRC),
-		orDash(strings.Join(ids, ",")), orDash(strings.Join(offs, ",")), printable(f.Reason))
+		orDash(strings.Join(ids, ",")), across, orDash(strings.Join(offs, ",")), printable(f.Reason))
 	if _, err := l.w.Write(b.Bytes()); err != nil {
 		return fmt.Errorf("report: writing finding %d: %w", l.n, err)
 	}

@@ -120,6 +120,7 @@ var cases = []struct {
 }{
 	{"findings", findings(), summary()},
 	{"empty", nil, Summary{}},
+	{"across", []detect.Finding{acrossConnections()}, Summary{Findings: 1, ByVerdict: map[string]int64{"duplicated": 1}}},
 }
 
 var formats = []struct {

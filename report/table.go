@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -33,9 +34,14 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 	if t.n > 1 {
 		b.WriteByte('\n')
 	}
-	fmt.Fprintf(b, "#%d %s  %s/%d  %s -> %s  client.id %s  (connection %d)\n",
+	spans := scopeOf(&f) == detect.ScopeClient
+	where := fmt.Sprintf("(connection %d)", f.ConnID)
+	if spans {
+		where = "(connections " + strings.Join(connIDs(&f), ", ") + ": re-sent across connections)"
+	}
+	fmt.Fprintf(b, "#%d %s  %s/%d  %s -> %s  client.id %s  %s\n",
 		t.n, strings.ToUpper(string(f.Verdict)), printable(topicName(&f)), f.Partition,
-		f.Client, f.Broker, clientIDText(f.ClientID), f.ConnID)
+		f.Client, f.Broker, clientIDText(f.ClientID), where)
 	idem := "not idempotent"
 	if f.Idempotent {
 		idem = "idempotent"
@@ -45,8 +51,16 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 		f.Magic, f.Match, offsetsText(f.AppendedOffsets))
 	fmt.Fprintf(b, "   %s\n", f.Reason)
 
-	tbl := newTable(b, right, left, left, left, right, right)
-	tbl.Header("CORR ID", "SENT (UTC)", "CAUSE", "RESPONSE", "BASE OFFSET", "LATENCY MS")
+	// A finding across connections shows the connection of each attempt
+	// first: correlation IDs are per connection.
+	align := []tw.Align{right, left, left, left, right, right}
+	header := []string{"CORR ID", "SENT (UTC)", "CAUSE", "RESPONSE", "BASE OFFSET", "LATENCY MS"}
+	if spans {
+		align = append([]tw.Align{left}, align...)
+		header = append([]string{"CONNECTION"}, header...)
+	}
+	tbl := newTable(b, align...)
+	tbl.Header(header)
 	for _, a := range f.Attempts {
 		row := []string{itoa(a.CorrelationID), formatTime(a.Time), causeText(&a), "", "-", "-"}
 		if r := a.Response; r != nil {
@@ -59,6 +73,10 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 				why = "not in capture"
 			}
 			row[3] = "no response (" + why + ")"
+		}
+		if spans {
+			conn, client, broker := attemptConn(&f, &a)
+			row = append([]string{fmt.Sprintf("%d: %s -> %s", conn, client, broker)}, row...)
 		}
 		if err := tbl.Append(row); err != nil {
 			return fmt.Errorf("report: finding %d: %w", t.n, err)
@@ -245,6 +263,19 @@ func offsetsText(offs []int64) string {
 		return "offset " + s[0]
 	}
 	return "offsets " + strings.Join(s, ", ")
+}
+
+// connIDs are the connections of f's attempts, in order of first use.
+func connIDs(f *detect.Finding) []string {
+	var ids []string
+	for i := range f.Attempts {
+		conn, _, _ := attemptConn(f, &f.Attempts[i])
+		id := strconv.FormatUint(conn, 10)
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // causeText says why an attempt was sent: "first send", or the cause with

@@ -29,7 +29,10 @@ type analyzeConfig struct {
 	failOnDuplicate bool
 	window          time.Duration
 	idleTimeout     time.Duration
+	scope           detect.Scope
 	files           []string
+	clockSkew       clockSkewFlag
+	skew            []time.Duration // per file, from clockSkew
 }
 
 func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) {
@@ -49,6 +52,8 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	fs.BoolVar(&cfg.failOnDuplicate, "fail-on-duplicate", false, "exit 3 when any finding is duplicated or unconfirmed")
 	fs.DurationVar(&cfg.window, "window", defaultWindow, "how long (capture time) a batch is remembered after its last attempt")
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", defaultIdleTimeout, "capture time after which an idle TCP connection is closed and buffered segments are given up")
+	scope := fs.String("scope", "both", scopeUsage)
+	fs.Var(&cfg.clockSkew, "clock-skew", "`FILE=DURATION` added to every timestamp of one capture file (e.g. broker2.pcap=-1.5s), repeated per file; FILE may be a 1-based position")
 	// Flags may come before, between or after the files, as people type
 	// them; "--" ends the flags, so a file named like one can be given.
 	for rest := args; len(rest) > 0; {
@@ -78,12 +83,18 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	if cfg.window <= 0 || cfg.idleTimeout <= 0 {
 		return nil, errors.New("--window and --idle-timeout must be positive")
 	}
+	if cfg.scope, err = parseScope(*scope); err != nil {
+		return nil, err
+	}
 	if len(cfg.files) == 0 {
 		fs.Usage()
 		return nil, errors.New("no capture file given")
 	}
 	if i := slices.Index(cfg.files, "-"); i >= 0 && slices.Contains(cfg.files[i+1:], "-") {
 		return nil, errors.New("- (standard input) given more than once: it can be read only once")
+	}
+	if cfg.skew, err = cfg.clockSkew.resolve(cfg.files); err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }
@@ -130,13 +141,12 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		sniff:       cfg.sniff,
 		window:      cfg.window,
 		idleTimeout: cfg.idleTimeout,
+		scope:       cfg.scope,
 	})
 	var inputErrs []string
-	for _, name := range cfg.files {
-		if err := p.readFile(name, stdin); err != nil {
-			inputErrs = append(inputErrs, err.Error())
-			fmt.Fprintf(stderr, "kdupcap: %v\n", err)
-		}
+	for _, err := range p.readFiles(cfg.files, cfg.skew, stdin) {
+		inputErrs = append(inputErrs, err.Error())
+		fmt.Fprintf(stderr, "kdupcap: %v\n", err)
 	}
 	findings := p.finish()
 
@@ -164,31 +174,49 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// readFile feeds one capture file into the pipeline. Connections stay open
-// across files, so a capture rotated into several files (tcpdump -C) reads as
-// one. An error names the file and the position; what was read before it
-// stays in the pipeline.
-func (p *pipeline) readFile(name string, stdin io.Reader) error {
+// readFiles feeds the capture files into the pipeline as one timeline,
+// merged by timestamp (skew[i], if any, added to every timestamp of
+// files[i]): captures taken at the same time on several hosts interleave,
+// and a capture rotated into several files (tcpdump -C) reads as if its
+// files were read one after the other, connections running on across them.
+// "-" is stdin. It returns the input errors, each naming its file and
+// position, in the order met; a file that fails is dropped and the others
+// go on, and what was read before an error stays in the pipeline.
+func (p *pipeline) readFiles(files []string, skew []time.Duration, stdin io.Reader) []error {
 	var (
-		src *capture.Source
-		err error
+		errs  []error
+		srcs  []*capture.Source
+		sskew []time.Duration
 	)
-	if name == "-" {
-		src, err = capture.NewSource("-", stdin)
-	} else {
-		src, err = capture.Open(name)
-	}
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	for {
-		pkt, err := src.Next()
-		if err == io.EOF {
-			return nil
+	for i, name := range files {
+		var (
+			src *capture.Source
+			err error
+		)
+		if name == "-" {
+			src, err = capture.NewSource("-", stdin)
+		} else {
+			src, err = capture.Open(name)
 		}
 		if err != nil {
-			return err
+			errs = append(errs, err)
+			continue
+		}
+		srcs = append(srcs, src)
+		if i < len(skew) {
+			sskew = append(sskew, skew[i])
+		}
+	}
+	m := capture.Merge(srcs, capture.MergeOptions{ClockSkew: sskew})
+	defer m.Close()
+	for {
+		pkt, err := m.Next()
+		if err == io.EOF {
+			return errs
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
 		p.asm.Add(pkt)
 	}

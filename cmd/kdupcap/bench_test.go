@@ -77,8 +77,8 @@ func BenchmarkAnalyze(b *testing.B) {
 	var packets int64
 	for b.Loop() {
 		p := newPipeline(opts)
-		if err := p.readFile(path, nil); err != nil {
-			b.Fatal(err)
+		if errs := p.readFiles([]string{path}, nil, nil); len(errs) > 0 {
+			b.Fatal(errs[0])
 		}
 		findings := p.finish()
 		packets = p.asm.Stats().Packets

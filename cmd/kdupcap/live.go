@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -53,6 +54,7 @@ type liveConfig struct {
 	window      time.Duration
 	settle      time.Duration
 	idleTimeout time.Duration
+	scope       detect.Scope
 }
 
 func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*liveConfig, error) {
@@ -85,6 +87,7 @@ func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*li
 	fs.DurationVar(&cfg.window, "window", defaultLiveWindow, "how long a batch is remembered after its last attempt")
 	fs.DurationVar(&cfg.settle, "settle", defaultSettle, "how long to wait for a retry after an attempt answered with a retriable error (or not at all) before reporting")
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", defaultIdleTimeout, "time after which an idle TCP connection is closed")
+	scope := fs.String("scope", "both", scopeUsage)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -109,6 +112,9 @@ func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*li
 	}
 	if cfg.ringMB <= 0 || cfg.snapLen <= 0 {
 		return nil, errors.New("--ring-mb and --snaplen must be positive")
+	}
+	if cfg.scope, err = parseScope(*scope); err != nil {
+		return nil, err
 	}
 	if cfg.emit != "" {
 		if _, _, err := report.ParseEmitURL(cfg.emit); err != nil {
@@ -192,6 +198,7 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ports:       cfg.ports,
 		window:      cfg.window,
 		idleTimeout: cfg.idleTimeout,
+		scope:       cfg.scope,
 		live:        true,
 		settle:      cfg.settle,
 		onFinding:   r.finding,
@@ -390,10 +397,22 @@ func (r *liveRun) writeEvidence() {
 		name := fmt.Sprintf("finding-%s-%s-%d-conn%d-corr%d.pcap", f.Attempts[0].Time.UTC().Format("20060102T150405.000000000Z"),
 			safeName(f.Topic), f.Partition, f.ConnID, f.Attempts[0].CorrelationID)
 		path := filepath.Join(r.cfg.evidenceDir, name)
-		err := r.writeEvidenceFile(path, f.Client, f.Broker, from.Add(-evidenceMargin), to.Add(evidenceMargin))
+		// A finding re-sent across connections gets the packets of all of
+		// them, merged by time, in its one file.
+		var conns []capture.Endpoints
+		for _, at := range f.Attempts {
+			e := capture.Endpoints{A: at.Client, B: at.Broker}
+			if !at.Client.IsValid() {
+				e = capture.Endpoints{A: f.Client, B: f.Broker}
+			}
+			if !slices.Contains(conns, e) {
+				conns = append(conns, e)
+			}
+		}
+		err := r.writeEvidenceFile(path, conns, from.Add(-evidenceMargin), to.Add(evidenceMargin))
 		switch {
 		case errors.Is(err, capture.ErrEvidenceEvicted):
-			fmt.Fprintf(r.stderr, "kdupcap: evidence %s is partial: older packets of the connection were evicted to bound memory\n", path)
+			fmt.Fprintf(r.stderr, "kdupcap: evidence %s is partial: older packets of its connections were evicted to bound memory\n", path)
 		case err != nil:
 			fmt.Fprintf(r.stderr, "kdupcap: evidence %s: %v\n", path, err)
 		}
@@ -401,12 +420,12 @@ func (r *liveRun) writeEvidence() {
 	r.toEvidence = r.toEvidence[:0]
 }
 
-func (r *liveRun) writeEvidenceFile(path string, a, b netip.AddrPort, from, to time.Time) error {
+func (r *liveRun) writeEvidenceFile(path string, conns []capture.Endpoints, from, to time.Time) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	_, werr := r.evidence.WritePcap(f, a, b, from, to)
+	_, werr := r.evidence.WritePcapConns(f, conns, from, to)
 	if err := f.Close(); werr == nil {
 		werr = err
 	}

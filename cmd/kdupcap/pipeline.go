@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/netip"
 	"time"
 
@@ -17,6 +18,8 @@ type pipelineOptions struct {
 	sniff       bool
 	window      time.Duration
 	idleTimeout time.Duration
+	// scope chooses the re-sends detect looks for (--scope).
+	scope detect.Scope
 
 	// Live mode: findings are reported through onFinding as soon as they
 	// are decided, and settle bounds the wait for a retry.
@@ -45,7 +48,7 @@ func (f sinkFunc) Produce(x *decode.Exchange) { f(x) }
 
 func newPipeline(o pipelineOptions) *pipeline {
 	p := &pipeline{}
-	p.det = detect.New(detect.Options{Window: o.window, Live: o.live, Settle: o.settle, OnFinding: o.onFinding})
+	p.det = detect.New(detect.Options{Window: o.window, Scope: o.scope, Live: o.live, Settle: o.settle, OnFinding: o.onFinding})
 	var sink decode.Sink = p.det
 	if o.observe != nil {
 		sink = sinkFunc(func(x *decode.Exchange) {
@@ -113,6 +116,22 @@ func (p *pipeline) summary(files, inputErrs []string) report.Summary {
 	s.ByTopic = topicCounts(ts)
 	return s
 }
+
+// parseScope reads --scope: connection, client or both.
+func parseScope(s string) (detect.Scope, error) {
+	switch s {
+	case "connection":
+		return detect.ScopeConnection, nil
+	case "client":
+		return detect.ScopeClient, nil
+	case "both":
+		return detect.ScopeBoth, nil
+	}
+	return "", fmt.Errorf("--scope %q: want connection, client or both", s)
+}
+
+// scopeUsage is the help text of --scope.
+const scopeUsage = "which re-sends to find: connection (on one connection), client (across connections of one client: same IP and client.id, or same producer ID and epoch), or both"
 
 func topicCounts(ts detect.Stats) []report.TopicCount {
 	out := make([]report.TopicCount, 0, len(ts.Topics))
