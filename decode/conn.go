@@ -99,7 +99,9 @@ func (c *Conn) register() {
 		c.info.Client, c.info.Broker = c.b, c.a
 	}
 	c.sum = &ConnSummary{Info: c.info}
-	d.conns = append(d.conns, c.sum)
+	if d.opts.MaxConnections <= 0 || len(d.conns) < d.opts.MaxConnections {
+		d.conns = append(d.conns, c.sum)
+	}
 }
 
 // Data decodes the next in-order bytes of one direction. data is only read

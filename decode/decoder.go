@@ -63,6 +63,11 @@ type Options struct {
 	// MaxPending bounds the requests awaiting a response per connection;
 	// the oldest is evicted beyond it. Zero means 1024.
 	MaxPending int
+	// MaxConnections bounds the connections Connections lists: the first
+	// MaxConnections taken as Kafka are listed, later ones only counted
+	// (Stats.Connections counts all), so that a capture that never ends
+	// keeps bounded memory. Zero means no bound.
+	MaxConnections int
 }
 
 // Stats counts what a Decoder saw, over all connections.

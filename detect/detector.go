@@ -36,7 +36,8 @@ type Options struct {
 	// is not seen); ScopeClient groups the attempts of a client across its
 	// connections (the same client IP, ignoring the port, and client.id; or,
 	// for an idempotent producer, the same producer ID and epoch from any
-	// address, as behind NAT) and reports only the batches whose attempts
+	// address, as behind NAT, when the bytes are the same: producer IDs are
+	// per cluster, so two producers may share one) and reports only the batches whose attempts
 	// span two or more connections; ScopeBoth (""), the default, groups
 	// across connections and reports every batch sent more than once, each
 	// finding saying its own Scope. Any other value acts as ScopeBoth.
@@ -82,15 +83,18 @@ type Detector struct {
 	scope  Scope // ScopeConnection, ScopeClient or ScopeBoth
 	seed   maphash.Seed
 
-	bySeq   map[seqKey]int32
-	byBytes map[bytesKey]int32
-	slab    slab
-	free    []int32     // unused slots of slab
-	spare   [][]attempt // emptied attempt lists of forgotten batches, for reuse
-	live    int
-	age     ageQueue // slots in the order they were last touched
-	newest  int64    // newest packet time seen, Unix ns; math.MinInt64 before any
-	noConn  decode.ConnInfo
+	bySeq map[seqKey]int32
+	// byClient counts the batches of bySeq filed under their client (see
+	// otherProducer): while there are none, no lookup looks for one.
+	byClient int
+	byBytes  map[bytesKey]int32
+	slab     slab
+	free     []int32     // unused slots of slab
+	spare    [][]attempt // emptied attempt lists of forgotten batches, for reuse
+	live     int
+	age      ageQueue // slots in the order they were last touched
+	newest   int64    // newest packet time seen, Unix ns; math.MinInt64 before any
+	noConn   decode.ConnInfo
 
 	// Live mode: settling holds the touches of batches whose finding waits
 	// for a retry or for Settle; reports the revision state of batches
@@ -223,16 +227,29 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		topic = ""
 	}
 	var (
-		slot  int32
-		found bool
-		sk    seqKey
-		bk    bytesKey
+		slot     int32
+		found    bool
+		byClient bool
+		sk       seqKey
+		bk       bytesKey
 	)
 	if bt.ProducerID >= 0 {
 		sk = seqKey{owner: d.ownerOf(conn, at.clientID, true), topic: topic, topicID: bt.TopicID, partition: bt.Partition,
 			producerEpoch: bt.ProducerEpoch, firstSequence: bt.FirstSequence,
 			lastOffsetDelta: bt.LastOffsetDelta, producerID: bt.ProducerID}
 		slot, found = d.bySeq[sk]
+		switch {
+		case d.scope == ScopeConnection:
+		case found && d.otherProducer(d.slab.at(slot), conn, at),
+			!found && d.byClient > 0:
+			// Another producer of the same ID and epoch holds (or held)
+			// the key: this one is under its client.
+			ck := sk
+			ck.owner = d.clientOwner(conn, at.clientID)
+			if cslot, ok := d.bySeq[ck]; ok || found {
+				sk, slot, found, byClient = ck, cslot, ok, true
+			}
+		}
 	} else {
 		bk = bytesKey{owner: d.ownerOf(conn, at.clientID, false), topic: topic, topicID: bt.TopicID, partition: bt.Partition,
 			crc: bt.CRC, hash: bt.Hash}
@@ -286,10 +303,14 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		crc:             bt.CRC,
 		gen:             b.gen + 1,
 		live:            true,
+		byClient:        byClient,
 		first:           *at,
 	}
 	if bt.ProducerID >= 0 {
 		d.bySeq[sk] = slot
+		if byClient {
+			d.byClient++
+		}
 	} else {
 		d.byBytes[bk] = slot
 	}
@@ -357,6 +378,9 @@ func (d *Detector) retire(slot int32, emit bool) {
 	b := d.slab.at(slot)
 	if b.idempotent() {
 		delete(d.bySeq, d.seqKey(b))
+		if b.byClient {
+			d.byClient--
+		}
 	} else {
 		delete(d.byBytes, d.bytesKey(b))
 	}

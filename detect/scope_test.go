@@ -160,6 +160,39 @@ func TestScope(t *testing.T) {
 			attempts: []scopeAttempt{{1, 7, ""}, {4, 1, CauseConnectionClosed}},
 		},
 		{
+			// Producer IDs are per cluster, and every cluster hands out 0,
+			// 1, 2...: a host producing to two clusters has two producers
+			// of one ID and epoch. Their batches differ in bytes (a retry
+			// of one carries its bytes again), so the producer ID alone,
+			// from another address, does not make a re-send.
+			name: "idempotent, same producer ID and epoch from another address, other bytes: two producers",
+			feed: []*decode.Exchange{
+				ex(conn1, 7, 0, 300, 0, 3, idem(1, 5)),
+				withClientID(ex(natConn, 1, 400, 401, 0, 9, idem(1, 6)), "other"),
+			},
+		},
+		{
+			name: "idempotent, two producers of one ID, the second retries on its connection",
+			feed: []*decode.Exchange{
+				ex(conn1, 7, 0, 300, 0, 3, idem(1, 5)),
+				withClientID(ex(natConn, 1, 400, 401, 7, 9, idem(1, 6)), "other"),
+				withClientID(ex(natConn, 2, 500, 501, 0, 9, idem(1, 6)), "other"),
+			},
+			scopes:   []Scope{ScopeConnection},
+			verdict:  Deduplicated,
+			attempts: []scopeAttempt{{4, 1, ""}, {4, 2, CauseBrokerError}},
+		},
+		{
+			name: "idempotent, rebuilt on a new connection of the same client",
+			feed: []*decode.Exchange{
+				ex(conn1, 7, 0, 300, 7, 3, idem(1, 5)),
+				ex(conn2, 1, 400, 401, 0, 3, idem(1, 6)),
+			},
+			scopes:   []Scope{ScopeClient},
+			verdict:  Deduplicated,
+			attempts: []scopeAttempt{{1, 7, ""}, {2, 1, CauseBrokerError}},
+		},
+		{
 			name: "idempotent, deduplicated on the new connection",
 			feed: []*decode.Exchange{
 				ex(conn1, 7, 0, 300, 7, 3, idem(1, 5)),

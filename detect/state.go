@@ -95,6 +95,10 @@ type batch struct {
 	// verdict last reported (verdictNone before the first report).
 	dirty    bool
 	reported verdictCode
+	// byClient: an idempotent batch filed under its client, not under its
+	// producer ID alone, because another producer of the same ID and epoch
+	// (another cluster's) held that key; see otherProducer.
+	byClient bool
 
 	first attempt
 	more  []attempt
@@ -123,6 +127,12 @@ func (d *Detector) ownerOf(conn *decode.ConnInfo, clientID *string, idempotent b
 	case idempotent:
 		return owner{}
 	}
+	return d.clientOwner(conn, clientID)
+}
+
+// clientOwner is the owner of the batches of one client across its
+// connections: its IP (not its port) and client.id.
+func (d *Detector) clientOwner(conn *decode.ConnInfo, clientID *string) owner {
 	var h maphash.Hash
 	h.SetSeed(d.seed)
 	ip := conn.Client.Addr().Unmap().As16()
@@ -139,8 +149,30 @@ func (d *Detector) bytesKey(b *batch) bytesKey {
 		partition: b.partition, crc: b.crc, hash: b.hash}
 }
 
+// otherProducer reports whether at, of an idempotent batch with b's
+// producer ID, epoch and sequence span, comes from another producer than b's
+// attempts: its bytes are none of theirs and its client (IP and client.id)
+// is not theirs. Producer IDs are per cluster and every cluster hands out
+// 0, 1, 2..., so one host may see two producers of one ID; a producer's own
+// retry carries its bytes again, or comes from its own client when rebuilt.
+func (d *Detector) otherProducer(b *batch, conn *decode.ConnInfo, at *attempt) bool {
+	if b.first.hash == at.hash {
+		return false
+	}
+	for i := range b.more {
+		if b.more[i].hash == at.hash {
+			return false
+		}
+	}
+	return d.clientOwner(conn, at.clientID) != d.clientOwner(b.first.conn, b.first.clientID)
+}
+
 func (d *Detector) seqKey(b *batch) seqKey {
-	return seqKey{owner: d.ownerOf(b.conn, b.clientID, true), topic: b.keyTopic(), topicID: b.topicID,
+	o := d.ownerOf(b.conn, b.clientID, true)
+	if b.byClient {
+		o = d.clientOwner(b.conn, b.clientID)
+	}
+	return seqKey{owner: o, topic: b.keyTopic(), topicID: b.topicID,
 		partition: b.partition, producerEpoch: b.producerEpoch,
 		firstSequence: b.firstSequence, lastOffsetDelta: b.lastOffsetDelta,
 		producerID: b.producerID}

@@ -117,17 +117,19 @@ type jsonSummary struct {
 	Gaps             int64            `json:"gaps"`
 	GapBytes         int64            `json:"gap_bytes"`
 	KafkaConnections []jsonConnection `json:"kafka_connections"`
-	Frames           int64            `json:"frames"`
-	ProduceRequests  int64            `json:"produce_requests"`
-	ProduceResponses int64            `json:"produce_responses"`
-	Batches          int64            `json:"batches"`
-	Records          int64            `json:"records"`
-	Malformed        int64            `json:"malformed"`
-	Resyncs          int64            `json:"resyncs"`
-	Findings         int64            `json:"findings"`
-	ByVerdict        jsonByVerdict    `json:"by_verdict"`
-	Topics           []jsonTopic      `json:"topics"`
-	Errors           []string         `json:"errors"`
+	// KafkaConnectionsOmitted: taken as Kafka, not listed (live runs).
+	KafkaConnectionsOmitted int64         `json:"kafka_connections_omitted,omitempty"`
+	Frames                  int64         `json:"frames"`
+	ProduceRequests         int64         `json:"produce_requests"`
+	ProduceResponses        int64         `json:"produce_responses"`
+	Batches                 int64         `json:"batches"`
+	Records                 int64         `json:"records"`
+	Malformed               int64         `json:"malformed"`
+	Resyncs                 int64         `json:"resyncs"`
+	Findings                int64         `json:"findings"`
+	ByVerdict               jsonByVerdict `json:"by_verdict"`
+	Topics                  []jsonTopic   `json:"topics"`
+	Errors                  []string      `json:"errors"`
 }
 
 type jsonConnection struct {
@@ -268,23 +270,24 @@ func attemptConn(f *detect.Finding, a *detect.Attempt) (uint64, netip.AddrPort, 
 
 func toJSONSummary(s *Summary) jsonSummary {
 	j := jsonSummary{
-		Type:             "summary",
-		Files:            append([]string{}, s.Files...),
-		Packets:          s.Packets,
-		Bytes:            s.Bytes,
-		Drops:            s.Drops,
-		TCPConnections:   s.TCPConnections,
-		Gaps:             s.Gaps,
-		GapBytes:         s.GapBytes,
-		KafkaConnections: make([]jsonConnection, len(s.KafkaConnections)),
-		Frames:           s.Frames,
-		ProduceRequests:  s.ProduceRequests,
-		ProduceResponses: s.ProduceResponses,
-		Batches:          s.Batches,
-		Records:          s.Records,
-		Malformed:        s.Malformed,
-		Resyncs:          s.Resyncs,
-		Findings:         s.Findings,
+		Type:                    "summary",
+		Files:                   append([]string{}, s.Files...),
+		Packets:                 s.Packets,
+		Bytes:                   s.Bytes,
+		Drops:                   s.Drops,
+		TCPConnections:          s.TCPConnections,
+		Gaps:                    s.Gaps,
+		GapBytes:                s.GapBytes,
+		KafkaConnections:        make([]jsonConnection, len(s.KafkaConnections)),
+		KafkaConnectionsOmitted: s.KafkaConnectionsOmitted,
+		Frames:                  s.Frames,
+		ProduceRequests:         s.ProduceRequests,
+		ProduceResponses:        s.ProduceResponses,
+		Batches:                 s.Batches,
+		Records:                 s.Records,
+		Malformed:               s.Malformed,
+		Resyncs:                 s.Resyncs,
+		Findings:                s.Findings,
 		ByVerdict: jsonByVerdict{
 			Duplicated:   s.ByVerdict[string(detect.Duplicated)],
 			Deduplicated: s.ByVerdict[string(detect.Deduplicated)],

@@ -3,6 +3,8 @@ package report
 import (
 	"bytes"
 	"errors"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -124,6 +126,30 @@ func TestSummaryDrops(t *testing.T) {
 			if drops == 0 && strings.Contains(buf.String(), "drop") {
 				t.Errorf("%s without drops mentions them:\n%s", f.ext, buf.String())
 			}
+		}
+	}
+}
+
+// TestSummaryConnectionsOmitted: a live run lists a bounded number of Kafka
+// connections; the count in every summary still covers them all.
+func TestSummaryConnectionsOmitted(t *testing.T) {
+	s := summary()
+	listed := len(s.KafkaConnections)
+	s.KafkaConnectionsOmitted = 5000
+	row := regexp.MustCompile(`Kafka connections *│ *` + strconv.Itoa(listed+5000) + ` `)
+	for _, f := range formats {
+		var buf bytes.Buffer
+		if err := f.new(&buf).Summary(s); err != nil {
+			t.Fatal(err)
+		}
+		var ok bool
+		if f.ext == "jsonl" {
+			ok = strings.Contains(buf.String(), `"kafka_connections_omitted":5000`)
+		} else {
+			ok = row.MatchString(buf.String())
+		}
+		if !ok {
+			t.Errorf("%s does not count the %d omitted connections:\n%s", f.ext, 5000, buf.String())
 		}
 	}
 }

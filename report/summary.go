@@ -17,13 +17,16 @@ type Summary struct {
 
 	// Decode stage.
 	KafkaConnections []Connection
-	Frames           int64 // Kafka frames decoded, both directions
-	ProduceRequests  int64
-	ProduceResponses int64
-	Batches          int64
-	Records          int64
-	Malformed        int64 // frames that did not parse
-	Resyncs          int64 // times decoding resumed after losing frame boundaries
+	// KafkaConnectionsOmitted counts the connections taken as Kafka but not
+	// in KafkaConnections (a live run lists a bounded number).
+	KafkaConnectionsOmitted int64
+	Frames                  int64 // Kafka frames decoded, both directions
+	ProduceRequests         int64
+	ProduceResponses        int64
+	Batches                 int64
+	Records                 int64
+	Malformed               int64 // frames that did not parse
+	Resyncs                 int64 // times decoding resumed after losing frame boundaries
 
 	// Detect stage.
 	Findings  int64

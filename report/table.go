@@ -165,7 +165,7 @@ func summaryCounts(b *bytes.Buffer, s *Summary, n int) error {
 		{"packets", packetsText(s)},
 		{"TCP connections", itoa(s.TCPConnections)},
 		{"gaps", fmt.Sprintf("%d (%d bytes lost)", s.Gaps, s.GapBytes)},
-		{"Kafka connections", itoa(len(s.KafkaConnections))},
+		{"Kafka connections", itoa(int64(len(s.KafkaConnections)) + s.KafkaConnectionsOmitted)},
 		{"Kafka frames", fmt.Sprintf("%d (malformed %d, resyncs %d)", s.Frames, s.Malformed, s.Resyncs)},
 		{"produce requests", fmt.Sprintf("%d (responses %d)", s.ProduceRequests, s.ProduceResponses)},
 		{"batches", itoa(s.Batches)},

@@ -135,9 +135,21 @@ func isTerminal(w io.Writer) bool {
 
 // runLiveCLI is `kdupcap live`: runLive stopped by SIGINT or SIGTERM.
 func runLiveCLI(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopContext(context.Background())
 	defer stop()
 	return runLive(ctx, args, stdout, stderr)
+}
+
+// stopContext is done at the first SIGINT or SIGTERM; the signals then get
+// their default action back, so that a second one ends the process while
+// the first one's flush is still running (a hung emitter, a slow disk).
+func stopContext(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return ctx, stop
 }
 
 // liveRun is the state of one live run.
@@ -151,6 +163,7 @@ type liveRun struct {
 	metrics  *report.Metrics
 	emitter  *report.Kafka
 	evidence *capture.Evidence
+	server   *http.Server // of the metrics, closed by closeSinks
 
 	findings   int // first reports, for --count
 	writeErr   error
@@ -189,11 +202,16 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	if code := r.openSinks(ctx); code != exitOK {
+	code := r.openSinks()
+	defer r.closeSinks() // on an early return; a second close does nothing
+	if code != exitOK {
 		return code
 	}
-	defer r.closeSinks()
 
+	var ignore func(a, b netip.AddrPort) bool
+	if r.emitter != nil {
+		ignore = r.ignore
+	}
 	r.p = newPipeline(pipelineOptions{
 		ports:       cfg.ports,
 		window:      cfg.window,
@@ -203,7 +221,7 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		settle:      cfg.settle,
 		onFinding:   r.finding,
 		observe:     r.observe,
-		ignore:      r.ignore,
+		ignore:      ignore,
 		evidence:    r.evidence,
 	})
 	r.loop(ctx)
@@ -221,6 +239,11 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, e := range r.p.dec.Errors() {
 		fmt.Fprintf(stderr, "kdupcap: warning: %s\n", e)
 	}
+	// The emitter's last records (the summary at least) are delivered or
+	// fail here: a failure is a failed output, as one on stdout.
+	if !r.closeSinks() && r.writeErr == nil {
+		return exitFailure
+	}
 	if r.writeErr != nil {
 		fmt.Fprintf(stderr, "kdupcap: writing output: %v\n", r.writeErr)
 		return exitFailure
@@ -230,7 +253,7 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // openSinks sets up the writers: stdout, then metrics and the Kafka emitter
 // when asked for.
-func (r *liveRun) openSinks(ctx context.Context) int {
+func (r *liveRun) openSinks() int {
 	cfg := r.cfg
 	var ws []report.Writer
 	if cfg.format == "json" {
@@ -254,10 +277,7 @@ func (r *liveRun) openSinks(ctx context.Context) int {
 		mux.Handle("/metrics", m.Handler())
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go srv.Serve(ln)
-		go func() {
-			<-ctx.Done()
-			srv.Close()
-		}()
+		r.server = srv
 		r.metrics = m
 		ws = append(ws, m)
 		fmt.Fprintf(r.stderr, "kdupcap: metrics on http://%s/metrics\n", ln.Addr())
@@ -283,14 +303,25 @@ func (r *liveRun) openSinks(ctx context.Context) int {
 	return exitOK
 }
 
-func (r *liveRun) closeSinks() {
+// closeSinks stops the metrics endpoint and delivers the emitter's last
+// records, reporting false if some failed (said on stderr). A second call
+// does nothing and reports true.
+func (r *liveRun) closeSinks() bool {
+	if r.server != nil {
+		r.server.Close()
+		r.server = nil
+	}
+	ok := true
 	if r.emitter != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := r.emitter.Close(ctx); err != nil {
 			fmt.Fprintf(r.stderr, "kdupcap: --emit: %v\n", err)
+			ok = false
 		}
+		r.emitter = nil
 	}
+	return ok
 }
 
 // loop reads packets until it must stop. Without traffic the ring answers

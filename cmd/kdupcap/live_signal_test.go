@@ -1,7 +1,8 @@
 package main
 
 import (
-	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -36,7 +37,7 @@ func TestLiveStops(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestLiveStops$")
 			cmd.Env = append(os.Environ(), fmt.Sprintf("KDUPCAP_LIVE_ARGS=live -i lo --port %d --metrics 127.0.0.1:0 %s", port, tc.args))
-			var stdout, stderr bytes.Buffer
+			var stdout, stderr lockedBuffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -70,6 +71,52 @@ func TestLiveStops(t *testing.T) {
 				}
 			} else if !strings.Contains(out, "live:lo") {
 				t.Errorf("no summary after the stop: %q", out)
+			}
+		})
+	}
+}
+
+// TestSecondSignalKills: while a stopping run flushes (an emitter that
+// cannot reach its cluster may take a while), a second SIGINT or SIGTERM
+// must end the process at once, as the operator expects.
+func TestSecondSignalKills(t *testing.T) {
+	if os.Getenv("KDUPCAP_SECOND_SIGNAL") != "" {
+		ctx, stop := stopContext(context.Background())
+		defer stop()
+		fmt.Println("ready")
+		<-ctx.Done()
+		fmt.Println("stopping")
+		time.Sleep(20 * time.Second) // a flush that hangs
+		os.Exit(0)
+	}
+	for _, sig := range []os.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestSecondSignalKills$")
+			cmd.Env = append(os.Environ(), "KDUPCAP_SECOND_SIGNAL=1")
+			var stdout lockedBuffer
+			cmd.Stdout = &stdout
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			if !waitFor(10*time.Second, func() bool { return strings.Contains(stdout.String(), "ready") }) {
+				t.Fatal("child did not start")
+			}
+			cmd.Process.Signal(sig)
+			if !waitFor(10*time.Second, func() bool { return strings.Contains(stdout.String(), "stopping") }) {
+				t.Fatal("first signal did not stop the child")
+			}
+			cmd.Process.Signal(sig)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != -1 {
+					t.Errorf("child ended with %v, want killed by %v", err, sig)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("second signal did not end the child")
 			}
 		})
 	}

@@ -92,6 +92,11 @@ func TestLiveMemoryBound(t *testing.T) {
 	if end > base+4<<20 {
 		t.Errorf("heap grew from %d KB to %d KB over %d rounds: state is not bounded", base>>10, end>>10, rounds-warmup)
 	}
+	// The connections listed for the summary are bounded too: a broker
+	// host sees millions of short-lived connections in a week.
+	if n, all := len(p.dec.Connections()), p.dec.Stats().Connections; n > 1000 || all < rounds*100 {
+		t.Errorf("%d connections listed of %d seen: the list is not bounded", n, all)
+	}
 	if st := p.asm.Stats(); st.TCPConnections < rounds*100 || st.Evidence.DroppedBytes == 0 {
 		t.Errorf("the run did not churn through the bounds: %d connections, %d evidence bytes dropped",
 			st.TCPConnections, st.Evidence.DroppedBytes)

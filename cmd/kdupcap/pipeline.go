@@ -34,6 +34,10 @@ type pipelineOptions struct {
 	evidence *capture.Evidence
 }
 
+// liveMaxConnections bounds the Kafka connections a live run lists in its
+// summary; the others are counted.
+const liveMaxConnections = 1000
+
 // pipeline wires the stages: capture -> decode -> detect.
 type pipeline struct {
 	asm *capture.Assembler
@@ -56,19 +60,71 @@ func newPipeline(o pipelineOptions) *pipeline {
 			p.det.Produce(x)
 		})
 	}
-	p.dec = decode.New(sink, decode.Options{Ports: o.ports, Sniff: o.sniff})
-	p.asm = capture.NewAssembler(func(a, b netip.AddrPort, ts time.Time) capture.Stream {
-		if o.ignore != nil && o.ignore(a, b) {
-			return nil
-		}
+	dopts := decode.Options{Ports: o.ports, Sniff: o.sniff}
+	if o.live {
+		dopts.MaxConnections = liveMaxConnections
+	}
+	p.dec = decode.New(sink, dopts)
+	newStream := func(a, b netip.AddrPort, ts time.Time) capture.Stream {
 		// A nil *decode.Conn must become a nil interface, or capture would
 		// call methods on it.
 		if c := p.dec.NewStream(a, b, ts); c != nil {
 			return c
 		}
 		return nil
+	}
+	p.asm = capture.NewAssembler(func(a, b netip.AddrPort, ts time.Time) capture.Stream {
+		if o.ignore == nil {
+			return newStream(a, b, ts)
+		}
+		if o.ignore(a, b) {
+			return nil
+		}
+		return &ownCheck{a: a, b: b, ts: ts, ignore: o.ignore, newStream: newStream}
 	}, capture.AssemblerOptions{IdleTimeout: o.idleTimeout, Evidence: o.evidence})
 	return p
+}
+
+// ownCheck asks ignore again when a connection's first bytes come, and only
+// then hands it to the decoder. The emitter learns the ends of a connection
+// it dials once the handshake is done: its SYN may be read from the ring
+// before that, but no byte is written on it before.
+type ownCheck struct {
+	a, b      netip.AddrPort
+	ts        time.Time
+	ignore    func(a, b netip.AddrPort) bool
+	newStream capture.NewStreamFunc
+	s         capture.Stream // set once decided and not ignored
+	decided   bool
+}
+
+// stream decides, once, whether the connection is analyzed.
+func (o *ownCheck) stream() capture.Stream {
+	if !o.decided {
+		o.decided = true
+		if !o.ignore(o.a, o.b) {
+			o.s = o.newStream(o.a, o.b, o.ts)
+		}
+	}
+	return o.s
+}
+
+func (o *ownCheck) Data(fromA bool, data []byte, ts time.Time) bool {
+	s := o.stream()
+	return s != nil && s.Data(fromA, data, ts)
+}
+
+func (o *ownCheck) Gap(fromA bool, n int, ts time.Time) {
+	if s := o.stream(); s != nil {
+		s.Gap(fromA, n, ts)
+	}
+}
+
+func (o *ownCheck) Close(ts time.Time) {
+	// A connection closed before any byte was never the decoder's.
+	if o.s != nil {
+		o.s.Close(ts)
+	}
 }
 
 // finish closes every connection and returns all findings, sorted.
@@ -113,6 +169,7 @@ func (p *pipeline) summary(files, inputErrs []string) report.Summary {
 			ProduceRequests: c.ProduceRequests,
 		})
 	}
+	s.KafkaConnectionsOmitted = max(0, ds.Connections-int64(len(s.KafkaConnections)))
 	s.ByTopic = topicCounts(ts)
 	return s
 }
