@@ -93,6 +93,11 @@ func (b *batch) finding() Finding {
 		}
 	}
 	f.Verdict, f.AppendedOffsets, f.Reason = verdict(atts, f.Idempotent)
+	if b.omitted > 0 {
+		f.AttemptsOmitted = int(b.omitted)
+		f.Reason += "; " + strconv.Itoa(int(b.omitted)) + " later attempts were not kept (more than " +
+			strconv.Itoa(MaxAttempts) + " sent): their answers are not in this verdict"
+	}
 	return f
 }
 

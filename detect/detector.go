@@ -262,6 +262,14 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 			return
 		}
 		d.stats.Resends++
+		if 1+len(b.more) >= MaxAttempts {
+			// Counted, not kept: sameRequest and finding stay bounded.
+			b.omitted++
+			b.last = max(b.last, seen)
+			b.gen++
+			d.push(slot, b)
+			return
+		}
 		if b.more == nil && len(d.spare) > 0 {
 			b.more = d.spare[len(d.spare)-1]
 			d.spare = d.spare[:len(d.spare)-1]

@@ -111,8 +111,13 @@ type Finding struct {
 	// Reason explains the verdict in one sentence.
 	Reason string
 
-	// Attempts in the order they were sent.
+	// Attempts in the order they were sent, at most MaxAttempts of them:
+	// the first ones.
 	Attempts []Attempt
+	// AttemptsOmitted counts the attempts sent after the first MaxAttempts,
+	// not kept (a client re-sending one batch without end must not make
+	// the detector's memory and time grow with it).
+	AttemptsOmitted int
 
 	// Revision counts the earlier reports of this finding: 0 for the first.
 	// Only a live Detector (Options.Live) reports a finding again, when

@@ -102,7 +102,13 @@ type batch struct {
 
 	first attempt
 	more  []attempt
+	// omitted counts attempts beyond MaxAttempts, not kept.
+	omitted int32
 }
+
+// MaxAttempts is the most attempts of one batch a Finding holds; later ones
+// are counted in Finding.AttemptsOmitted.
+const MaxAttempts = 100
 
 const (
 	maxSpare         = 1024

@@ -79,6 +79,7 @@ type jsonFinding struct {
 	Reason          string        `json:"reason"`
 	AppendedOffsets []int64       `json:"appended_offsets"`
 	Attempts        []jsonAttempt `json:"attempts"`
+	AttemptsOmitted int           `json:"attempts_omitted,omitempty"`
 	Revision        int           `json:"revision,omitempty"`
 }
 
@@ -183,6 +184,7 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 	j := jsonFinding{
 		Type:            "duplicate",
 		Revision:        f.Revision,
+		AttemptsOmitted: f.AttemptsOmitted,
 		ConnID:          f.ConnID,
 		Client:          f.Client.String(),
 		Broker:          f.Broker.String(),
