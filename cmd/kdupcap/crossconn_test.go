@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -65,17 +64,9 @@ func TestCrossConnection(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
 			s := tt.s
 			s.Name, s.Topic = fmt.Sprintf("x%d", i), fmt.Sprintf("crossconn-%d", i)
-			pcap := filepath.Join(t.TempDir(), "capture.pcap")
-			keepOnFailure(t, pcap)
-
-			res, err := kafkatest.Run(ctx, s, pcap)
-			if err != nil {
-				t.Fatalf("scenario: %v", err)
-			}
+			res, pcap := runCaptured(t, s, 30*time.Second)
 			if len(res.Events) == 0 {
 				t.Fatalf("harness: no fault applied")
 			}

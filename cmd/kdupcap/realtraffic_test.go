@@ -88,17 +88,9 @@ func TestRealTraffic(t *testing.T) {
 					t.Skipf("%s not installed: %v", tt.needs, err)
 				}
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
 			s := tt.s
 			s.Name, s.Topic = fmt.Sprintf("s%d", i), fmt.Sprintf("realtraffic-%d", i)
-			pcap := filepath.Join(t.TempDir(), "capture.pcap")
-			keepOnFailure(t, pcap)
-
-			res, err := kafkatest.Run(ctx, s, pcap)
-			if err != nil {
-				t.Fatalf("scenario: %v", err)
-			}
+			res, pcap := runCaptured(t, s, 20*time.Second)
 			findings, summary := analyzeJSON(t, pcap)
 			t.Logf("%d faults applied, %d findings, log of %s: %s", len(res.Events), len(findings), s.Topic, describeLog(res.Log))
 
@@ -269,6 +261,21 @@ func describeLog(l *kafkatest.Log) string {
 		fmt.Fprintf(&b, " %d values held twice or more", len(d))
 	}
 	return b.String()
+}
+
+// runCaptured runs s against kfake with its traffic captured by tcpdump,
+// within timeout, and keeps the capture if the test fails.
+func runCaptured(t *testing.T, s kafkatest.Scenario, timeout time.Duration) (*kafkatest.Result, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	pcap := filepath.Join(t.TempDir(), "capture.pcap")
+	keepOnFailure(t, pcap)
+	res, err := kafkatest.Run(ctx, s, pcap)
+	if err != nil {
+		t.Fatalf("scenario: %v", err)
+	}
+	return res, pcap
 }
 
 // keepOnFailure copies the capture out of the test's temporary directory when
