@@ -32,6 +32,8 @@ func TestLiveStops(t *testing.T) {
 		{"SIGTERM", "--format json", syscall.SIGTERM},
 		{"duration", "--format json --duration 1s", nil},
 		{"lines format, SIGTERM", "--format lines", syscall.SIGTERM},
+		{"status lines", "--format json --stats-every 100ms --duration 1s", nil},
+		{"drops root with --user", "--format json --user nobody", syscall.SIGTERM},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,6 +67,9 @@ func TestLiveStops(t *testing.T) {
 				t.Fatalf("live did not stop: %s", stderr.String())
 			}
 			out := stdout.String()
+			if strings.Contains(tc.args, "--stats-every") && !strings.Contains(stderr.String(), "packets ") {
+				t.Errorf("no status line on stderr: %q", stderr.String())
+			}
 			if strings.Contains(tc.args, "json") {
 				if !strings.Contains(out, `"type":"summary"`) || !strings.Contains(out, `"files":["live:lo"]`) {
 					t.Errorf("no summary after the stop: %q", out)
