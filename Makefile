@@ -17,8 +17,10 @@ FUZZ_TARGETS = \
 
 all: build
 
+# CGO_ENABLED=0: no C anywhere (afpacket is pure Go), so the binary is static
+# and runs on any Linux host it is copied to.
 build:
-	$(GO) build -o kdupcap ./cmd/kdupcap
+	CGO_ENABLED=0 $(GO) build -o kdupcap ./cmd/kdupcap
 
 # Runs the main job on the bundled seed captures.
 demo: build
