@@ -11,6 +11,7 @@ FUZZ_TARGETS = \
 	./capture:FuzzPacket \
 	./decode:FuzzConn \
 	./decode:FuzzProduceRequest \
+	./decode:FuzzRecords \
 	./detect:FuzzOrder
 
 .PHONY: all build demo test lint unit fuzz-smoke fuzz bench clean

@@ -62,6 +62,13 @@ func (d *Decoder) appendBatches(dst []Batch, records []byte, topic string, id [1
 		if err != nil {
 			return dst, fmt.Errorf("%w at records byte %d", err, off)
 		}
+		if d.opts.Records > 0 {
+			if batch.Magic == 2 {
+				d.batchRecords(&batch, b)
+			} else {
+				d.legacyRecords(&batch, b)
+			}
+		}
 		batch.Topic, batch.TopicID, batch.Partition = topic, id, partition
 		dst = append(dst, batch)
 		off += n

@@ -2,6 +2,7 @@ package decode
 
 import (
 	"encoding/binary"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -82,7 +83,7 @@ func TestBatches(t *testing.T) {
 	b, _ := d.appendBatches(nil, v2, "", [16]byte{}, 0)
 	w := Batch{Magic: 2, CRC: binary.BigEndian.Uint32(v2[17:]), LastOffsetDelta: 4, FirstTimestamp: 1700000000000,
 		MaxTimestamp: 1700000000005, ProducerID: 42, ProducerEpoch: 3, FirstSequence: 100, NumRecords: 5, Length: len(v2), Hash: b[0].Hash}
-	if b[0] != w {
+	if !reflect.DeepEqual(b[0], w) {
 		t.Errorf("header fields\n got %+v\nwant %+v", b[0], w)
 	}
 	// Every truncation walks without panic and keeps only whole batches.

@@ -68,6 +68,15 @@ type Options struct {
 	// (Stats.Connections counts all), so that a capture that never ends
 	// keeps bounded memory. Zero means no bound.
 	MaxConnections int
+	// Records, when positive, decodes the first Records records of each
+	// batch into Batch.Records, decompressing the batch if need be. Zero
+	// (the default) decodes no record and costs nothing.
+	Records int
+	// MaxDecompressedBytes caps what one batch (or legacy wrapper message)
+	// decompresses to when Records is positive; the rest is never
+	// allocated and is counted in Stats.DecompressTruncated. Zero means
+	// DefaultMaxDecompressedBytes.
+	MaxDecompressedBytes int
 }
 
 // Stats counts what a Decoder saw, over all connections.
@@ -87,6 +96,12 @@ type Stats struct {
 	Unmatched        int64 // responses with no pending request
 	Evicted          int64 // pending requests dropped by Options.MaxPending
 	DroppedBytes     int64 // bytes dropped while a direction's frame boundaries were unknown
+	// With Options.Records only: batches whose records could not be
+	// decompressed or parsed (the batch is kept, with the records read
+	// before the error), and batches that decompressed to more than
+	// Options.MaxDecompressedBytes (records past the cap are not shown).
+	RecordErrors        int64
+	DecompressTruncated int64
 }
 
 // ConnSummary describes one connection taken as Kafka.
@@ -127,6 +142,8 @@ type Decoder struct {
 	presp kmsg.ProduceResponse
 	mresp kmsg.MetadataResponse
 	hash  xxhash.Digest
+	// codecs decompress batches for Options.Records.
+	codecs codecs
 }
 
 // New returns a Decoder handing complete exchanges to sink (nil discards
@@ -140,6 +157,9 @@ func New(sink Sink, opts Options) *Decoder {
 	}
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = DefaultMaxPending
+	}
+	if opts.MaxDecompressedBytes <= 0 {
+		opts.MaxDecompressedBytes = DefaultMaxDecompressedBytes
 	}
 	d := &Decoder{
 		sink:     sink,

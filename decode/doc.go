@@ -67,5 +67,17 @@
 // listed and shared; per Decoder the interned topic names and the topic IDs
 // learned (2^18 each), and 20 error messages.
 //
+// # Records
+//
+// Records are read only with Options.Records > 0: the first N of each
+// batch, into Batch.Records, each key, value and header value copied and
+// cut to MaxRecordBytes. A compressed batch (gzip, snappy raw or xerial,
+// lz4, zstd; legacy wrapper messages one level deep) is decompressed to at
+// most Options.MaxDecompressedBytes per batch, beyond which nothing is
+// allocated (Stats.DecompressTruncated); the zstd window is bounded too and
+// no decompressor starts a goroutine. A batch that does not decompress or
+// parse keeps its Batch, with the records read before the error, and is
+// counted in Stats.RecordErrors, never in Malformed.
+//
 // A Decoder is not safe for concurrent use.
 package decode

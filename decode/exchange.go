@@ -76,6 +76,10 @@ type Batch struct {
 	// equal hashes mean the same batch bytes whatever baseOffset says.
 	Hash uint64
 
+	// Records holds the first Options.Records records of the batch, nil
+	// unless Options.Records is positive (or when none could be read).
+	Records []Record
+
 	// Response is the broker's answer for this partition; nil when the
 	// exchange has no response or the response did not name the partition.
 	Response *PartitionResponse

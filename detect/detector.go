@@ -107,6 +107,9 @@ type Detector struct {
 	findings []Finding
 	stats    Stats
 	topics   map[topicKey]*TopicStats
+	// records holds the records decode read of a remembered batch, by
+	// slot; nil while none came (decode.Options.Records off).
+	records map[int32][]decode.Record
 }
 
 // New returns a Detector with opts, defaults filled in.
@@ -314,6 +317,7 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		byClient:        byClient,
 		first:           *at,
 	}
+	d.keepRecords(slot, bt)
 	if bt.ProducerID >= 0 {
 		d.bySeq[sk] = slot
 		if byClient {
@@ -407,6 +411,7 @@ func (d *Detector) retire(slot int32, emit bool) {
 		}
 	case d.reportable(b):
 		f := b.finding()
+		d.attachRecords(&f, slot)
 		d.record(&f)
 		if emit && d.opts.OnFinding != nil {
 			d.opts.OnFinding(f)
@@ -416,6 +421,7 @@ func (d *Detector) retire(slot int32, emit bool) {
 		d.spare = append(d.spare, b.more[:0])
 	}
 	*b = batch{gen: b.gen + 1}
+	d.forgetRecords(slot)
 	d.live--
 	d.free = append(d.free, slot)
 }

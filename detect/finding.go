@@ -119,6 +119,10 @@ type Finding struct {
 	// the detector's memory and time grow with it).
 	AttemptsOmitted int
 
+	// Records are the first records of the batch (its first attempt's),
+	// only when decode read them (decode.Options.Records); nil otherwise.
+	Records []Record
+
 	// Revision counts the earlier reports of this finding: 0 for the first.
 	// Only a live Detector (Options.Live) reports a finding again, when
 	// another attempt of its batch arrives after it was reported; the new

@@ -72,6 +72,7 @@ func (d *Detector) settled() {
 // the finding's verdict count.
 func (d *Detector) report(slot int32, b *batch) Finding {
 	f := b.finding()
+	d.attachRecords(&f, slot)
 	rs := d.reports[slot]
 	f.Revision = int(rs.revision)
 	ts := d.topic(f.Topic, f.TopicID)

@@ -81,6 +81,8 @@ type jsonFinding struct {
 	Attempts        []jsonAttempt `json:"attempts"`
 	AttemptsOmitted int           `json:"attempts_omitted,omitempty"`
 	Revision        int           `json:"revision,omitempty"`
+	// Records: only with --records, when decode read the batch's records.
+	Records []jsonRecord `json:"records,omitempty"`
 }
 
 type jsonAttempt struct {
@@ -204,6 +206,7 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 		Reason:          f.Reason,
 		AppendedOffsets: append([]int64{}, f.AppendedOffsets...),
 		Attempts:        make([]jsonAttempt, len(f.Attempts)),
+		Records:         toJSONRecords(f.Records),
 	}
 	if f.TopicID != ([16]byte{}) {
 		id := detect.TopicIDString(f.TopicID)

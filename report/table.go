@@ -85,6 +85,11 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 	if err := tbl.Render(); err != nil {
 		return fmt.Errorf("report: finding %d: %w", t.n, err)
 	}
+	if len(f.Records) > 0 {
+		if err := writeRecords(b, &f); err != nil {
+			return fmt.Errorf("report: finding %d records: %w", t.n, err)
+		}
+	}
 	return t.flush("finding " + strconv.Itoa(t.n))
 }
 

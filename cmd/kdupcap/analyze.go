@@ -30,6 +30,7 @@ type analyzeConfig struct {
 	window          time.Duration
 	idleTimeout     time.Duration
 	scope           detect.Scope
+	records         int
 	files           []string
 	clockSkew       clockSkewFlag
 	skew            []time.Duration // per file, from clockSkew
@@ -53,6 +54,7 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	fs.DurationVar(&cfg.window, "window", defaultWindow, "how long (capture time) a batch is remembered after its last attempt")
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", defaultIdleTimeout, "capture time after which an idle TCP connection is closed and buffered segments are given up")
 	scope := fs.String("scope", "both", scopeUsage)
+	fs.IntVar(&cfg.records, "records", 0, recordsUsage)
 	fs.Var(&cfg.clockSkew, "clock-skew", "`FILE=DURATION` added to every timestamp of one capture file (e.g. broker2.pcap=-1.5s), repeated per file; FILE may be a 1-based position")
 	// Flags may come before, between or after the files, as people type
 	// them; "--" ends the flags, so a file named like one can be given.
@@ -84,6 +86,9 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 		return nil, errors.New("--window and --idle-timeout must be positive")
 	}
 	if cfg.scope, err = parseScope(*scope); err != nil {
+		return nil, err
+	}
+	if err := checkRecords(cfg.records); err != nil {
 		return nil, err
 	}
 	if len(cfg.files) == 0 {
@@ -142,6 +147,7 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		window:      cfg.window,
 		idleTimeout: cfg.idleTimeout,
 		scope:       cfg.scope,
+		records:     cfg.records,
 	})
 	var inputErrs []string
 	for _, err := range p.readFiles(cfg.files, cfg.skew, stdin) {

@@ -48,6 +48,7 @@ type liveConfig struct {
 	user        string
 	duration    time.Duration
 	count       int
+	records     int
 	statsEvery  time.Duration
 	snapLen     int
 	ringMB      int
@@ -88,6 +89,7 @@ func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*li
 	fs.DurationVar(&cfg.settle, "settle", defaultSettle, "how long to wait for a retry after an attempt answered with a retriable error (or not at all) before reporting")
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", defaultIdleTimeout, "time after which an idle TCP connection is closed")
 	scope := fs.String("scope", "both", scopeUsage)
+	fs.IntVar(&cfg.records, "records", 0, recordsUsage+" (shown by --format json)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -114,6 +116,9 @@ func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*li
 		return nil, errors.New("--ring-mb and --snaplen must be positive")
 	}
 	if cfg.scope, err = parseScope(*scope); err != nil {
+		return nil, err
+	}
+	if err := checkRecords(cfg.records); err != nil {
 		return nil, err
 	}
 	if cfg.emit != "" {
@@ -144,12 +149,23 @@ func runLiveCLI(args []string, stdout, stderr io.Writer) int {
 // their default action back, so that a second one ends the process while
 // the first one's flush is still running (a hung emitter, a slow disk).
 func stopContext(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		<-ctx.Done()
-		stop()
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+		}
+		// The default action is back before the run can see it must stop,
+		// so a second signal during the flush is never swallowed.
+		signal.Stop(sigs)
+		cancel()
 	}()
-	return ctx, stop
+	return ctx, func() {
+		signal.Stop(sigs)
+		cancel()
+	}
 }
 
 // liveRun is the state of one live run.
@@ -217,6 +233,7 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		window:      cfg.window,
 		idleTimeout: cfg.idleTimeout,
 		scope:       cfg.scope,
+		records:     cfg.records,
 		live:        true,
 		settle:      cfg.settle,
 		onFinding:   r.finding,

@@ -20,6 +20,9 @@ type pipelineOptions struct {
 	idleTimeout time.Duration
 	// scope chooses the re-sends detect looks for (--scope).
 	scope detect.Scope
+	// records is how many records of each batch decode reads for the
+	// findings (--records); 0 reads none.
+	records int
 
 	// Live mode: findings are reported through onFinding as soon as they
 	// are decided, and settle bounds the wait for a retry.
@@ -60,7 +63,7 @@ func newPipeline(o pipelineOptions) *pipeline {
 			p.det.Produce(x)
 		})
 	}
-	dopts := decode.Options{Ports: o.ports, Sniff: o.sniff}
+	dopts := decode.Options{Ports: o.ports, Sniff: o.sniff, Records: o.records}
 	if o.live {
 		dopts.MaxConnections = liveMaxConnections
 	}
@@ -185,6 +188,20 @@ func parseScope(s string) (detect.Scope, error) {
 		return detect.ScopeBoth, nil
 	}
 	return "", fmt.Errorf("--scope %q: want connection, client or both", s)
+}
+
+// recordsUsage is the help text of --records.
+const recordsUsage = "show the first `N` records of each finding's batch (offset, timestamp, key, value, headers), decompressing it if need be; 0: none"
+
+// maxRecords bounds --records: a finding is read by a person.
+const maxRecords = 1000
+
+// checkRecords refuses a --records value out of range.
+func checkRecords(n int) error {
+	if n < 0 || n > maxRecords {
+		return fmt.Errorf("--records %d: want 0 to %d", n, maxRecords)
+	}
+	return nil
 }
 
 // scopeUsage is the help text of --scope.

@@ -1,0 +1,179 @@
+package decode
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// Codecs as attributes bits 0-2 number them:
+//
+//	1 gzip    a gzip stream (klauspost/compress/gzip)
+//	2 snappy  a raw snappy block (franz-go, librdkafka, sarama), or xerial
+//	          framing (the Java client): "\x82SNAPPY\x00", version and
+//	          compat int32s, then int32-length-prefixed raw blocks
+//	3 lz4     an LZ4 frame (pierrec/lz4)
+//	4 zstd    a zstd frame (klauspost/compress/zstd), single-threaded
+//
+// Every codec stops at Options.MaxDecompressedBytes: what lies beyond is
+// never allocated, and the batch is marked truncated (counted).
+
+// maxZstdWindow bounds the window a zstd frame may ask for (the Java
+// client and librdkafka use at most 8 MiB at their default levels), so
+// that a frame cannot make the decoder hold more than that plus the cap.
+const maxZstdWindow = 8 << 20
+
+// xerialMagic starts a snappy section framed by the Java client.
+var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+
+// errCodec is an unknown compression codec.
+var errCodec = errors.New("decode: unknown compression codec")
+
+// codecs holds the decompressors a Decoder reuses, made on first use.
+type codecs struct {
+	src  bytes.Reader
+	gz   *gzip.Reader
+	lz   *lz4.Reader
+	zstd *zstd.Decoder
+	buf  []byte // the last decompressed section
+}
+
+// decompress returns src decompressed with codec, at most
+// maxDecompressed bytes of it; truncated says there was more. The result is
+// valid until the next call.
+func (d *Decoder) decompress(codec int16, src []byte) (out []byte, truncated bool, err error) {
+	c := &d.codecs
+	if cap(c.buf) > keepBufBytes {
+		c.buf = nil // one large section must not hold memory for the run
+	}
+	limit := d.opts.MaxDecompressedBytes
+	c.src.Reset(src)
+	switch codec {
+	case 1:
+		if c.gz == nil {
+			c.gz = new(gzip.Reader)
+		}
+		if err := c.gz.Reset(&c.src); err != nil {
+			return nil, false, fmt.Errorf("decode: gzip: %w", err)
+		}
+		return c.readCapped(c.gz, limit, "gzip")
+	case 2:
+		if bytes.HasPrefix(src, xerialMagic) {
+			return c.xerial(src, limit)
+		}
+		return c.snappyBlock(c.buf[:0], src, limit)
+	case 3:
+		if c.lz == nil {
+			c.lz = lz4.NewReader(&c.src)
+		} else {
+			c.lz.Reset(&c.src)
+		}
+		return c.readCapped(c.lz, limit, "lz4")
+	case 4:
+		if c.zstd == nil {
+			// One goroutine-free decoder per Decoder, its window bounded.
+			c.zstd, err = zstd.NewReader(nil,
+				zstd.WithDecoderConcurrency(1),
+				zstd.WithDecoderLowmem(true),
+				zstd.WithDecoderMaxWindow(maxZstdWindow),
+				zstd.WithDecoderMaxMemory(maxZstdWindow))
+			if err != nil {
+				return nil, false, fmt.Errorf("decode: zstd: %w", err)
+			}
+		}
+		if err := c.zstd.Reset(&c.src); err != nil {
+			return nil, false, fmt.Errorf("decode: zstd: %w", err)
+		}
+		return c.readCapped(c.zstd, limit, "zstd")
+	}
+	return nil, false, fmt.Errorf("%w %d", errCodec, codec)
+}
+
+// readCapped reads r to its end or limit bytes, whichever comes first,
+// into c.buf, growing it no further than limit.
+func (c *codecs) readCapped(r io.Reader, limit int, name string) ([]byte, bool, error) {
+	buf := c.buf[:0]
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) >= limit {
+				var one [1]byte
+				n, _ := io.ReadFull(r, one[:])
+				c.buf = buf
+				return buf, n > 0, nil
+			}
+			grown := make([]byte, len(buf), min(max(2*cap(buf), 4096), limit))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			c.buf = buf
+			return buf, false, nil
+		}
+		if err != nil {
+			c.buf = buf
+			return nil, false, fmt.Errorf("decode: %s: %w", name, err)
+		}
+	}
+}
+
+// snappyBlock appends the raw snappy block src to dst, refusing to grow
+// dst beyond limit.
+func (c *codecs) snappyBlock(dst, src []byte, limit int) ([]byte, bool, error) {
+	n, err := snappy.DecodedLen(src)
+	if err != nil {
+		return nil, false, fmt.Errorf("decode: snappy: %w", err)
+	}
+	if n > limit-len(dst) {
+		c.buf = dst
+		return dst, true, nil
+	}
+	if cap(dst)-len(dst) < n {
+		grown := make([]byte, len(dst), len(dst)+n)
+		copy(grown, dst)
+		dst = grown
+	}
+	out, err := snappy.Decode(dst[len(dst):len(dst)+n], src)
+	if err != nil {
+		return nil, false, fmt.Errorf("decode: snappy: %w", err)
+	}
+	dst = dst[:len(dst)+len(out)]
+	c.buf = dst
+	return dst, false, nil
+}
+
+// xerial decodes the Java client's snappy framing: a 16-byte header, then
+// blocks each prefixed by its int32 length.
+func (c *codecs) xerial(src []byte, limit int) ([]byte, bool, error) {
+	if len(src) < 16 {
+		return nil, false, fmt.Errorf("decode: snappy xerial header of %d bytes", len(src))
+	}
+	out := c.buf[:0]
+	for pos := 16; pos < len(src); {
+		if len(src)-pos < 4 {
+			return nil, false, fmt.Errorf("decode: snappy xerial block length at byte %d", pos)
+		}
+		n := int(int32(uint32(src[pos])<<24 | uint32(src[pos+1])<<16 | uint32(src[pos+2])<<8 | uint32(src[pos+3])))
+		pos += 4
+		if n < 0 || n > len(src)-pos {
+			return nil, false, fmt.Errorf("decode: snappy xerial block of %d bytes at byte %d", n, pos-4)
+		}
+		var (
+			truncated bool
+			err       error
+		)
+		out, truncated, err = c.snappyBlock(out, src[pos:pos+n], limit)
+		if err != nil || truncated {
+			return out, truncated, err
+		}
+		pos += n
+	}
+	return out, false, nil
+}

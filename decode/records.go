@@ -1,0 +1,213 @@
+package decode
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+)
+
+// Records of a batch are decoded only when Options.Records asks for them
+// (the first N of each batch), so that the user recognises the messages of
+// a finding. The records section of a RecordBatch (after recordsCount, byte
+// 61) is decompressed first when attributes bits 0-2 name a codec; each
+// record is then, in varints:
+//
+//	length varint, attributes int8, timestampDelta varlong,
+//	offsetDelta varint, key varint bytes, value varint bytes,
+//	headers count varint, each header key varint string, value varint bytes
+//
+// A legacy set (magic 0/1) holds one record per message, or one wrapper
+// message whose value is a compressed inner set (decompressed once, never
+// recursively).
+
+// Defaults and bounds of record decoding.
+const (
+	// DefaultMaxDecompressedBytes caps what one batch decompresses to when
+	// Options.MaxDecompressedBytes is zero.
+	DefaultMaxDecompressedBytes = 16 << 20
+	// MaxRecordBytes is the most bytes of a key, value or header value a
+	// Record keeps; the full length is kept beside it.
+	MaxRecordBytes = 256
+	// MaxRecordHeaders is the most headers a Record keeps.
+	MaxRecordHeaders = 16
+)
+
+// Record is one record of a batch, its key, value and header values cut to
+// MaxRecordBytes. The byte slices are the Record's own.
+type Record struct {
+	// OffsetDelta is the record's offset relative to the batch's base
+	// offset (for a legacy set, its index in the set).
+	OffsetDelta int32
+	// TimestampMillis is in milliseconds since the epoch: the batch's
+	// FirstTimestamp plus the record's delta (magic 2), the message's
+	// timestamp (magic 1), or -1 (magic 0).
+	TimestampMillis int64
+	// Key and Value are nil when null, and then KeyLen or ValueLen is -1;
+	// otherwise KeyLen and ValueLen are their full lengths on the wire.
+	Key, Value       []byte
+	KeyLen, ValueLen int
+	Headers          []RecordHeader
+}
+
+// RecordHeader is one record header; Value is cut to MaxRecordBytes and
+// ValueLen is its full length (-1: null).
+type RecordHeader struct {
+	Key      string
+	Value    []byte
+	ValueLen int
+}
+
+// clip returns a copy of at most MaxRecordBytes of b (nil for nil) and b's
+// length (-1 for nil).
+func clip(b []byte) ([]byte, int) {
+	if b == nil {
+		return nil, -1
+	}
+	n := min(len(b), MaxRecordBytes)
+	return append(make([]byte, 0, n), b[:n]...), len(b)
+}
+
+// batchRecords decodes the first Options.Records records of the
+// RecordBatch at the start of b (n bytes long, header already checked),
+// filling batch.Records. Errors and truncations are counted, never fatal.
+func (d *Decoder) batchRecords(batch *Batch, b []byte) {
+	section := b[batchHeaderBytes:batch.Length]
+	truncated := false
+	if codec := batch.Attributes & 0x07; codec != 0 {
+		out, cut, err := d.decompress(codec, section)
+		if cut {
+			d.stats.DecompressTruncated++
+		}
+		if err != nil {
+			d.stats.RecordErrors++
+			return
+		}
+		section, truncated = out, cut
+	}
+	want := d.opts.Records
+	if batch.NumRecords >= 0 && int(batch.NumRecords) < want {
+		want = int(batch.NumRecords)
+	}
+	var err error
+	batch.Records, err = readRecords(section, want, batch.FirstTimestamp)
+	if err != nil && !truncated {
+		// A record cut by the cap is not malformed.
+		d.stats.RecordErrors++
+	}
+}
+
+// readRecords parses up to want records from a decompressed records
+// section, stopping at the first malformed one.
+func readRecords(section []byte, want int, firstTimestamp int64) ([]Record, error) {
+	var out []Record
+	r := kbin.Reader{Src: section}
+	for len(out) < want && len(r.Src) > 0 {
+		length := r.Varint()
+		if !r.Ok() || length < 0 || int(length) > len(r.Src) {
+			return out, fmt.Errorf("record %d length %d of %d bytes left", len(out), length, len(r.Src))
+		}
+		rr := kbin.Reader{Src: r.Span(int(length))}
+		rr.Int8() // attributes
+		tsDelta := rr.Varlong()
+		offDelta := rr.Varint()
+		key := rr.VarintBytes()
+		value := rr.VarintBytes()
+		nh := rr.VarintArrayLen()
+		if !rr.Ok() || nh < 0 {
+			return out, fmt.Errorf("record %d malformed", len(out))
+		}
+		rec := Record{OffsetDelta: offDelta, TimestampMillis: addTimestamp(firstTimestamp, tsDelta)}
+		rec.Key, rec.KeyLen = clip(key)
+		rec.Value, rec.ValueLen = clip(value)
+		for i := int32(0); i < nh; i++ {
+			hk := rr.VarintBytes()
+			hv := rr.VarintBytes()
+			if !rr.Ok() {
+				return out, fmt.Errorf("record %d header %d malformed", len(out), i)
+			}
+			if len(rec.Headers) < MaxRecordHeaders {
+				k, _ := clip(hk)
+				h := RecordHeader{Key: string(k)}
+				h.Value, h.ValueLen = clip(hv)
+				rec.Headers = append(rec.Headers, h)
+			}
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// addTimestamp adds delta to first without overflowing.
+func addTimestamp(first, delta int64) int64 {
+	if (delta > 0 && first > math.MaxInt64-delta) || (delta < 0 && first < math.MinInt64-delta) {
+		return -1
+	}
+	return first + delta
+}
+
+// legacyRecords decodes the first Options.Records records of the legacy
+// message set b (batch.Length bytes, already walked by legacySet).
+func (d *Decoder) legacyRecords(batch *Batch, b []byte) {
+	want := d.opts.Records
+	var err error
+	batch.Records, err = d.appendLegacy(nil, b[:batch.Length], want, true)
+	if err != nil {
+		d.stats.RecordErrors++
+	}
+}
+
+// appendLegacy appends up to want records of the legacy messages in b;
+// outer allows one level of compressed wrapper.
+func (d *Decoder) appendLegacy(dst []Record, b []byte, want int, outer bool) ([]Record, error) {
+	off := 0
+	for len(dst) < want && off < len(b) {
+		m := b[off:]
+		if len(m) < legacyLogOverhead+14 {
+			return dst, fmt.Errorf("partial legacy message at byte %d", off)
+		}
+		size := int(int32(binary.BigEndian.Uint32(m[8:])))
+		n := legacyLogOverhead + size
+		if size < 14 || n > len(m) {
+			return dst, fmt.Errorf("legacy message size %d at byte %d", size, off)
+		}
+		msg := kbin.Reader{Src: m[16:n]}
+		magic := msg.Int8()
+		attrs := msg.Int8()
+		ts := int64(-1)
+		if magic == 1 {
+			ts = msg.Int64()
+		}
+		key := msg.NullableBytes()
+		value := msg.NullableBytes()
+		if !msg.Ok() {
+			return dst, fmt.Errorf("legacy message malformed at byte %d", off)
+		}
+		off += n
+		if codec := int16(attrs & 0x07); codec != 0 {
+			if !outer {
+				return dst, fmt.Errorf("nested compressed legacy message at byte %d", off-n)
+			}
+			inner, truncated, err := d.decompress(codec, value)
+			if truncated {
+				d.stats.DecompressTruncated++
+			}
+			if err != nil {
+				return dst, err
+			}
+			// Inner messages are copied out before the buffer is reused.
+			var ierr error
+			dst, ierr = d.appendLegacy(dst, inner, want, false)
+			if ierr != nil && !truncated {
+				return dst, ierr
+			}
+			continue
+		}
+		rec := Record{OffsetDelta: int32(len(dst)), TimestampMillis: ts}
+		rec.Key, rec.KeyLen = clip(key)
+		rec.Value, rec.ValueLen = clip(value)
+		dst = append(dst, rec)
+	}
+	return dst, nil
+}

@@ -1,0 +1,82 @@
+package detect
+
+import "github.com/kdupcap/kdupcap/decode"
+
+// Record is one record of a finding's batch, as decode read it with
+// decode.Options.Records: the first records of the batch as the detector
+// first saw it (its first attempt). Key, Value and header values are cut to
+// decode.MaxRecordBytes; the Len fields keep the full lengths (-1: null).
+type Record struct {
+	// Offset is the record's offset in the log: the finding's appended base
+	// offset plus OffsetDelta when the finding has exactly one appended
+	// offset, -1 otherwise (none known, or the log holds several copies:
+	// each copy's offset is that base offset plus OffsetDelta).
+	Offset          int64
+	OffsetDelta     int32
+	TimestampMillis int64 // milliseconds since the epoch; -1 unknown
+	Key, Value      []byte
+	KeyLen          int
+	ValueLen        int
+	Headers         []RecordHeader
+}
+
+// RecordHeader is one record header.
+type RecordHeader struct {
+	Key      string
+	Value    []byte
+	ValueLen int
+}
+
+// keepRecords remembers the records of the batch newly filed in slot, when
+// decode read any. The map is made on first use, so a run without records
+// pays nothing for it.
+func (d *Detector) keepRecords(slot int32, bt *decode.Batch) {
+	if len(bt.Records) == 0 {
+		return
+	}
+	if d.records == nil {
+		d.records = make(map[int32][]decode.Record)
+	}
+	d.records[slot] = bt.Records
+}
+
+// forgetRecords drops the records of the batch in slot.
+func (d *Detector) forgetRecords(slot int32) {
+	if d.records != nil {
+		delete(d.records, slot)
+	}
+}
+
+// attachRecords sets f.Records from the records kept for slot.
+func (d *Detector) attachRecords(f *Finding, slot int32) {
+	recs := d.records[slot]
+	if len(recs) == 0 {
+		return
+	}
+	base := int64(-1)
+	if len(f.AppendedOffsets) == 1 {
+		base = f.AppendedOffsets[0]
+	}
+	f.Records = make([]Record, len(recs))
+	for i, r := range recs {
+		out := &f.Records[i]
+		*out = Record{
+			Offset:          -1,
+			OffsetDelta:     r.OffsetDelta,
+			TimestampMillis: r.TimestampMillis,
+			Key:             r.Key,
+			Value:           r.Value,
+			KeyLen:          r.KeyLen,
+			ValueLen:        r.ValueLen,
+		}
+		if base >= 0 {
+			out.Offset = base + int64(r.OffsetDelta)
+		}
+		if len(r.Headers) > 0 {
+			out.Headers = make([]RecordHeader, len(r.Headers))
+			for j, h := range r.Headers {
+				out.Headers[j] = RecordHeader(h)
+			}
+		}
+	}
+}
