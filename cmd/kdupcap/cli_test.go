@@ -166,7 +166,19 @@ func TestMidStreamStart(t *testing.T) {
 	path = filepath.Join(dir, "reordered.pcap")
 	writePcap(t, path, lt, []rawPacket{head, pkts[1], tail, pkts[2]})
 	res = cliAnalyze(t, nil, path)
-	_ = res // reordering across the response is legal TCP; only no panic and a summary are required here
+	// Both requests are whole in the capture, so both attempts are there;
+	// the answer to 27 precedes its request's last segment (timestamps of
+	// two capture points), so it cannot be trusted as its answer: the
+	// finding may not claim more than unconfirmed.
+	if len(res.Findings) != 1 {
+		t.Fatalf("reordered: %d findings, want 1", len(res.Findings))
+	}
+	if got := attemptIDs(res.Findings[0]); len(got) != 2 || got[0] != 27 || got[1] != 28 {
+		t.Errorf("reordered: attempts %v, want [27 28]", got)
+	}
+	if v := res.Findings[0].Verdict; v != "unconfirmed" {
+		t.Errorf("reordered: verdict %q, want unconfirmed", v)
+	}
 }
 
 // TestBadInput: errors name the file and the position, exit 2, and what was

@@ -352,6 +352,7 @@ func (r *liveRun) loop(ctx context.Context) {
 	}
 	nextMetrics := start.Add(metricsEvery)
 	nextStatus := start.Add(r.cfg.statsEvery)
+	sinceDropCheck := 0
 	for {
 		if ctx.Err() != nil || (r.cfg.count > 0 && r.findings >= r.cfg.count) {
 			return
@@ -364,20 +365,20 @@ func (r *liveRun) loop(ctx context.Context) {
 		switch {
 		case err == nil:
 			r.p.asm.Add(pkt)
+			sinceDropCheck++
 		case errors.Is(err, live.ErrTimeout):
 			r.p.asm.Tick(now)
 			r.p.det.Advance(now)
+			sinceDropCheck = dropCheckEvery
 		default:
 			fmt.Fprintf(r.stderr, "kdupcap: reading %s: %v\n", r.cfg.iface, err)
 			return
 		}
 		r.writeEvidence()
-		if d := r.src.Stats().Drops; d > r.drops {
-			r.drops = d
-			r.dropTimes = append(r.dropTimes, now)
-			if len(r.dropTimes) > 1024 {
-				r.dropTimes = r.dropTimes[len(r.dropTimes)-1024:]
-			}
+		// Reading the kernel's counters is a system call: not per packet.
+		if sinceDropCheck >= dropCheckEvery {
+			sinceDropCheck = 0
+			r.checkDrops(now)
 		}
 		if now.After(nextMetrics) {
 			r.updateMetrics()
@@ -389,6 +390,27 @@ func (r *liveRun) loop(ctx context.Context) {
 		}
 	}
 }
+
+// dropCheckEvery is how many packets pass between two readings of the
+// kernel's drop counter (and at every idle poll): the resolution with which a
+// finding is said to cross a drop.
+const dropCheckEvery = 256
+
+// checkDrops notes when the kernel's drop count was seen to grow.
+func (r *liveRun) checkDrops(now time.Time) {
+	d := r.src.Stats().Drops
+	if d <= r.drops {
+		return
+	}
+	r.drops = d
+	r.dropTimes = append(r.dropTimes, now)
+	if len(r.dropTimes) > maxDropTimes {
+		r.dropTimes = append(r.dropTimes[:0], r.dropTimes[len(r.dropTimes)-maxDropTimes:]...)
+	}
+}
+
+// maxDropTimes bounds the drop times remembered for crossesDrop.
+const maxDropTimes = 1024
 
 // finding is detect's OnFinding: write the finding to every sink at once.
 func (r *liveRun) finding(f detect.Finding) {
