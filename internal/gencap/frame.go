@@ -1,6 +1,8 @@
 package gencap
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kdupcap/kdupcap/internal/kwire"
@@ -20,13 +22,7 @@ func produceRequest(f *kmsg.RequestFormatter, version int16, acks int16, timeout
 	req.Acks = acks
 	req.TimeoutMillis = timeoutMillis
 	for _, pb := range batches {
-		ti := -1
-		for i := range req.Topics {
-			if req.Topics[i].Topic == pb.part.topic {
-				ti = i
-				break
-			}
-		}
+		ti := slices.IndexFunc(req.Topics, func(t kmsg.ProduceRequestTopic) bool { return t.Topic == pb.part.topic })
 		if ti < 0 {
 			t := kmsg.NewProduceRequestTopic()
 			t.Topic = pb.part.topic
@@ -54,13 +50,7 @@ func produceResponse(version int16, correlationID int32, answers []partitionAnsw
 	resp := kmsg.NewPtrProduceResponse()
 	resp.Version = version
 	for _, a := range answers {
-		ti := -1
-		for i := range resp.Topics {
-			if resp.Topics[i].Topic == a.part.topic {
-				ti = i
-				break
-			}
-		}
+		ti := slices.IndexFunc(resp.Topics, func(t kmsg.ProduceResponseTopic) bool { return t.Topic == a.part.topic })
 		if ti < 0 {
 			t := kmsg.NewProduceResponseTopic()
 			t.Topic = a.part.topic
