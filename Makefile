@@ -12,7 +12,8 @@ FUZZ_TARGETS = \
 	./decode:FuzzConn \
 	./decode:FuzzProduceRequest \
 	./decode:FuzzRecords \
-	./detect:FuzzOrder
+	./detect:FuzzOrder \
+	./detect:FuzzRecordMatch
 
 .PHONY: all build demo test lint unit fuzz-smoke fuzz bench clean
 

@@ -72,8 +72,15 @@ type Options struct {
 	// batch into Batch.Records, decompressing the batch if need be. Zero
 	// (the default) decodes no record and costs nothing.
 	Records int
+	// RecordPrints, when true, keeps the bytes of each batch of a producer
+	// that is not idempotent until its exchange is complete, so that the
+	// Sink may fingerprint its records with Batch.RecordPrints (for
+	// record-level matching of re-sends whose batches were rebuilt);
+	// nothing is decompressed unless the Sink asks. Idempotent batches are
+	// matched by sequence and keep nothing.
+	RecordPrints bool
 	// MaxDecompressedBytes caps what one batch (or legacy wrapper message)
-	// decompresses to when Records is positive; the rest is never
+	// decompresses to when Records is positive or RecordPrints is set; the rest is never
 	// allocated and is counted in Stats.DecompressTruncated. Zero means
 	// DefaultMaxDecompressedBytes.
 	MaxDecompressedBytes int
@@ -96,7 +103,12 @@ type Stats struct {
 	Unmatched        int64 // responses with no pending request
 	Evicted          int64 // pending requests dropped by Options.MaxPending
 	DroppedBytes     int64 // bytes dropped while a direction's frame boundaries were unknown
-	// With Options.Records only: batches whose records could not be
+	// Options.RecordPrints: records fingerprinted on the Sink's demand,
+	// and batches whose bytes could not be kept (beyond the bound on bytes
+	// kept) and were fingerprinted at once instead.
+	RecordPrints int64
+	PrintedEager int64
+	// With Options.Records or RecordPrints only: batches whose records could not be
 	// decompressed or parsed (the batch is kept, with the records read
 	// before the error), and batches that decompressed to more than
 	// Options.MaxDecompressedBytes (records past the cap are not shown).
@@ -142,8 +154,12 @@ type Decoder struct {
 	presp kmsg.ProduceResponse
 	mresp kmsg.MetadataResponse
 	hash  xxhash.Digest
-	// codecs decompress batches for Options.Records.
+	// codecs decompress batches for Options.Records and RecordPrints.
 	codecs codecs
+	// raw keeps batch bytes for Options.RecordPrints; prints is the
+	// scratch Batch.RecordPrints returns.
+	raw    rawPool
+	prints []RecordPrint
 }
 
 // New returns a Decoder handing complete exchanges to sink (nil discards
@@ -250,6 +266,7 @@ func (d *Decoder) emit(x *Exchange) {
 	if d.sink != nil {
 		d.sink.Produce(x)
 	}
+	d.releaseRaw(x)
 }
 
 // errorf records one malformed-input message, if fewer than maxErrors are

@@ -80,9 +80,34 @@ type Batch struct {
 	// unless Options.Records is positive (or when none could be read).
 	Records []Record
 
+	// raw holds the batch's bytes (Options.RecordPrints, producers that
+	// are not idempotent) until its exchange was handed to the Sink; dec
+	// fingerprints them; prints is RecordPrints' answer once printed (made
+	// at once when raw could not be kept).
+	raw     []byte
+	dec     *Decoder
+	prints  []RecordPrint
+	printed bool
+
 	// Response is the broker's answer for this partition; nil when the
 	// exchange has no response or the response did not name the partition.
 	Response *PartitionResponse
+}
+
+// RecordPrint fingerprints one record of a batch. Hash covers what the
+// application gave the record, the key, the value and the headers as they
+// are on the wire (for a legacy message: its key and value), and nothing a
+// client may change when it sends the record again: not the timestamp
+// (sarama stamps a record anew on every attempt), not the offset delta or
+// the batch around it. Equal hashes in one partition mean the same record
+// content, sent again by a retry or by the application.
+type RecordPrint struct {
+	Hash uint64
+	// OffsetDelta is the record's offset relative to its batch's base
+	// offset (for a legacy set, its index in the set).
+	OffsetDelta int32
+	// Index is the record's position in the batch, from 0.
+	Index int32
 }
 
 // PartitionResponse is the broker's answer for one partition.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/twmb/franz-go/pkg/kbin"
 )
 
@@ -70,8 +71,9 @@ func clip(b []byte) ([]byte, int) {
 }
 
 // batchRecords decodes the first Options.Records records of the
-// RecordBatch at the start of b (n bytes long, header already checked),
-// filling batch.Records. Errors and truncations are counted, never fatal.
+// RecordBatch at the start of b (n bytes long, header already checked)
+// into batch.Records, decompressing the section if need be. Errors and
+// truncations are counted, never fatal.
 func (d *Decoder) batchRecords(batch *Batch, b []byte) {
 	section := b[batchHeaderBytes:batch.Length]
 	truncated := false
@@ -96,6 +98,29 @@ func (d *Decoder) batchRecords(batch *Batch, b []byte) {
 		// A record cut by the cap is not malformed.
 		d.stats.RecordErrors++
 	}
+}
+
+// appendPrints fingerprints every record of a decompressed records section
+// (magic 2), stopping at the first malformed one. A record is hashed from
+// its key on (key, value and headers, as on the wire), so that neither its
+// timestamp nor its offset delta takes part.
+func appendPrints(dst []RecordPrint, section []byte) ([]RecordPrint, error) {
+	r := kbin.Reader{Src: section}
+	for idx := int32(0); len(r.Src) > 0; idx++ {
+		length := r.Varint()
+		if !r.Ok() || length < 0 || int(length) > len(r.Src) {
+			return dst, fmt.Errorf("record %d length %d of %d bytes left", idx, length, len(r.Src))
+		}
+		rr := kbin.Reader{Src: r.Span(int(length))}
+		rr.Int8()    // attributes
+		rr.Varlong() // timestampDelta
+		offDelta := rr.Varint()
+		if !rr.Ok() {
+			return dst, fmt.Errorf("record %d malformed", idx)
+		}
+		dst = append(dst, RecordPrint{Hash: xxhash.Sum64(rr.Src), OffsetDelta: offDelta, Index: idx})
+	}
+	return dst, nil
 }
 
 // readRecords parses up to want records from a decompressed records
@@ -150,27 +175,38 @@ func addTimestamp(first, delta int64) int64 {
 // legacyRecords decodes the first Options.Records records of the legacy
 // message set b (batch.Length bytes, already walked by legacySet).
 func (d *Decoder) legacyRecords(batch *Batch, b []byte) {
-	want := d.opts.Records
-	var err error
-	batch.Records, err = d.appendLegacy(nil, b[:batch.Length], want, true)
-	if err != nil {
+	w := legacyWalk{want: d.opts.Records}
+	if err := d.walkLegacy(&w, b[:batch.Length], true); err != nil {
 		d.stats.RecordErrors++
 	}
+	batch.Records = w.recs
 }
 
-// appendLegacy appends up to want records of the legacy messages in b;
-// outer allows one level of compressed wrapper.
-func (d *Decoder) appendLegacy(dst []Record, b []byte, want int, outer bool) ([]Record, error) {
+// legacyWalk is what walkLegacy collects: the first want records, and
+// every record's print when prints is set; n counts the records walked.
+type legacyWalk struct {
+	want   int
+	prints bool
+	n      int32
+	recs   []Record
+	pr     []RecordPrint
+}
+
+func (w *legacyWalk) more() bool { return len(w.recs) < w.want || w.prints }
+
+// walkLegacy walks the legacy messages in b into w; outer allows one level
+// of compressed wrapper.
+func (d *Decoder) walkLegacy(w *legacyWalk, b []byte, outer bool) error {
 	off := 0
-	for len(dst) < want && off < len(b) {
+	for w.more() && off < len(b) {
 		m := b[off:]
 		if len(m) < legacyLogOverhead+14 {
-			return dst, fmt.Errorf("partial legacy message at byte %d", off)
+			return fmt.Errorf("partial legacy message at byte %d", off)
 		}
 		size := int(int32(binary.BigEndian.Uint32(m[8:])))
 		n := legacyLogOverhead + size
 		if size < 14 || n > len(m) {
-			return dst, fmt.Errorf("legacy message size %d at byte %d", size, off)
+			return fmt.Errorf("legacy message size %d at byte %d", size, off)
 		}
 		msg := kbin.Reader{Src: m[16:n]}
 		magic := msg.Int8()
@@ -179,35 +215,40 @@ func (d *Decoder) appendLegacy(dst []Record, b []byte, want int, outer bool) ([]
 		if magic == 1 {
 			ts = msg.Int64()
 		}
+		content := msg.Src // key and value, as on the wire
 		key := msg.NullableBytes()
 		value := msg.NullableBytes()
 		if !msg.Ok() {
-			return dst, fmt.Errorf("legacy message malformed at byte %d", off)
+			return fmt.Errorf("legacy message malformed at byte %d", off)
 		}
 		off += n
 		if codec := int16(attrs & 0x07); codec != 0 {
 			if !outer {
-				return dst, fmt.Errorf("nested compressed legacy message at byte %d", off-n)
+				return fmt.Errorf("nested compressed legacy message at byte %d", off-n)
 			}
 			inner, truncated, err := d.decompress(codec, value)
 			if truncated {
 				d.stats.DecompressTruncated++
 			}
 			if err != nil {
-				return dst, err
+				return err
 			}
 			// Inner messages are copied out before the buffer is reused.
-			var ierr error
-			dst, ierr = d.appendLegacy(dst, inner, want, false)
-			if ierr != nil && !truncated {
-				return dst, ierr
+			if ierr := d.walkLegacy(w, inner, false); ierr != nil && !truncated {
+				return ierr
 			}
 			continue
 		}
-		rec := Record{OffsetDelta: int32(len(dst)), TimestampMillis: ts}
-		rec.Key, rec.KeyLen = clip(key)
-		rec.Value, rec.ValueLen = clip(value)
-		dst = append(dst, rec)
+		if w.prints {
+			w.pr = append(w.pr, RecordPrint{Hash: xxhash.Sum64(content), OffsetDelta: w.n, Index: w.n})
+		}
+		if len(w.recs) < w.want {
+			rec := Record{OffsetDelta: w.n, TimestampMillis: ts}
+			rec.Key, rec.KeyLen = clip(key)
+			rec.Value, rec.ValueLen = clip(value)
+			w.recs = append(w.recs, rec)
+		}
+		w.n++
 	}
-	return dst, nil
+	return nil
 }

@@ -34,6 +34,7 @@ func (b *batch) finding() Finding {
 
 	first := atts[0].conn
 	f := Finding{
+		Kind:          KindBatch,
 		ConnID:        first.ID,
 		Client:        first.Client,
 		Broker:        first.Broker,
@@ -92,7 +93,11 @@ func (b *batch) finding() Finding {
 			out.GapMillis = millis(a.reqTime - atts[i-1].reqTime)
 		}
 	}
-	f.Verdict, f.AppendedOffsets, f.Reason = verdict(atts, f.Idempotent)
+	noun := "the batch"
+	if b.records {
+		noun = "these records"
+	}
+	f.Verdict, f.AppendedOffsets, f.Reason = verdict(atts, f.Idempotent, noun)
 	if b.omitted > 0 {
 		f.AttemptsOmitted = int(b.omitted)
 		f.Reason += "; " + strconv.Itoa(int(b.omitted)) + " later attempts were not kept (more than " +
@@ -187,5 +192,18 @@ func compareFindings(a, b Finding) int {
 	if c := cmp.Compare(a.FirstSequence, b.FirstSequence); c != 0 {
 		return c
 	}
-	return cmp.Compare(a.BatchCRC, b.BatchCRC)
+	if c := cmp.Compare(a.BatchCRC, b.BatchCRC); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Kind, b.Kind); c != 0 {
+		return c
+	}
+	var ra, rb uint64
+	if len(a.Records) > 0 {
+		ra = a.Records[0].Hash
+	}
+	if len(b.Records) > 0 {
+		rb = b.Records[0].Hash
+	}
+	return cmp.Compare(ra, rb)
 }

@@ -72,6 +72,21 @@ type Options struct {
 	// that Flush returns them all, as without Live; memory then grows with
 	// the findings of the run. Without Live, findings are always kept.
 	KeepFindings bool
+
+	// AllRecords matches the records of every batch of producers that are
+	// not idempotent, finding too the records an application produced
+	// twice with every attempt answered with success (KindRecordDuplicate)
+	// anywhere in the capture. Without it, only the batches of failed or
+	// unanswered attempts and the batches that follow them on the same
+	// client and partition are matched: that finds every client retry,
+	// and fingerprints (decompresses) little of healthy traffic.
+	AllRecords bool
+
+	// MaxRecords caps the record prints remembered at once for
+	// record-level matching (see decode.Options.RecordPrints); beyond it
+	// the oldest is forgotten early, counted in Stats.RecordsEvicted. 0
+	// means DefaultMaxRecords.
+	MaxRecords int
 }
 
 // Detector groups the attempts of each record batch and decides a Finding for
@@ -110,6 +125,12 @@ type Detector struct {
 	// records holds the records decode read of a remembered batch, by
 	// slot; nil while none came (decode.Options.Records off).
 	records map[int32][]decode.Record
+	// recs is the record-level matching state, nil until prints come.
+	recs       *recState
+	maxRecords int
+	// hot holds, per client and partition (partitionKey), the batches
+	// still to be matched after a failed or unanswered attempt.
+	hot map[uint64]hotPartition
 }
 
 // New returns a Detector with opts, defaults filled in.
@@ -123,21 +144,25 @@ func New(opts Options) *Detector {
 	if opts.Settle <= 0 {
 		opts.Settle = DefaultSettle
 	}
+	if opts.MaxRecords <= 0 {
+		opts.MaxRecords = DefaultMaxRecords
+	}
 	if opts.Scope != ScopeConnection && opts.Scope != ScopeClient {
 		opts.Scope = ScopeBoth
 	}
 	return &Detector{
-		opts:    opts,
-		scope:   opts.Scope,
-		seed:    maphash.MakeSeed(),
-		window:  int64(opts.Window),
-		settle:  int64(opts.Settle),
-		reports: make(map[int32]reportState),
-		bySeq:   make(map[seqKey]int32),
-		byBytes: make(map[bytesKey]int32),
-		newest:  math.MinInt64,
-		stats:   Stats{ByVerdict: make(map[Verdict]int64)},
-		topics:  make(map[topicKey]*TopicStats),
+		opts:       opts,
+		maxRecords: opts.MaxRecords,
+		scope:      opts.Scope,
+		seed:       maphash.MakeSeed(),
+		window:     int64(opts.Window),
+		settle:     int64(opts.Settle),
+		reports:    make(map[int32]reportState),
+		bySeq:      make(map[seqKey]int32),
+		byBytes:    make(map[bytesKey]int32),
+		newest:     math.MinInt64,
+		stats:      Stats{ByVerdict: make(map[Verdict]int64)},
+		topics:     make(map[topicKey]*TopicStats),
 	}
 }
 
@@ -190,6 +215,9 @@ func (d *Detector) Produce(x *decode.Exchange) {
 			at.logAppendTime = r.LogAppendTime
 		}
 		d.add(conn, bt, &at, seen)
+		if bt.ProducerID < 0 {
+			d.matchRecords(conn, bt, &at, seen)
+		}
 	}
 	if seen > d.newest {
 		d.newest = seen
@@ -215,6 +243,7 @@ func (d *Detector) Advance(now time.Time) {
 // advance decides what is due at d.newest.
 func (d *Detector) advance() {
 	d.expire()
+	d.expireRecords()
 	if d.opts.Live {
 		d.settled()
 	}
@@ -455,6 +484,7 @@ func (d *Detector) Flush() []Finding {
 			d.retire(i, false)
 		}
 	}
+	d.flushRecords()
 	fresh := d.findings[start:]
 	slices.SortFunc(fresh, compareFindings)
 	if d.opts.OnFinding != nil {

@@ -78,12 +78,46 @@ const (
 	// MatchSequence: the same producer ID, epoch, first sequence and last
 	// offset delta (an idempotent batch rebuilt before the retry).
 	MatchSequence Match = "sequence"
+	// MatchRecords: the same records (key, value and headers) in batches
+	// of other bytes (record-level findings).
+	MatchRecords Match = "records"
+)
+
+// Kind says what a Finding is about.
+type Kind string
+
+const (
+	// KindBatch: one record batch sent more than once (the same bytes, or
+	// an idempotent batch's sequence span).
+	KindBatch Kind = "duplicate"
+	// KindRecordResend: records sent again in a batch of other bytes
+	// (rebuilt, or re-batched with other records) after an attempt that
+	// failed or went unanswered: a client retry.
+	KindRecordResend Kind = "record_resend"
+	// KindRecordDuplicate: records sent again although every earlier
+	// attempt carrying them was answered with success before (or was
+	// sent with acks=0): the application produced them twice.
+	KindRecordDuplicate Kind = "record_duplicate"
+)
+
+// BatchRelation says how the batches of a record-level finding relate.
+type BatchRelation string
+
+const (
+	// RelationRebuilt: every attempt's batch holds just these records, in
+	// other bytes (a new CRC: re-encoded, new timestamps...).
+	RelationRebuilt BatchRelation = "rebuilt"
+	// RelationRebatched: some attempt's batch holds other records too.
+	RelationRebatched BatchRelation = "rebatched"
 )
 
 // Finding is one record batch sent more than once, on one connection or on
 // several of one client. ConnID, Client and Broker are the first attempt's;
 // each Attempt says its own.
 type Finding struct {
+	// Kind is KindBatch, KindRecordResend or KindRecordDuplicate; the zero
+	// value means KindBatch.
+	Kind      Kind
 	ConnID    uint64
 	Client    netip.AddrPort
 	Broker    netip.AddrPort
@@ -121,7 +155,16 @@ type Finding struct {
 
 	// Records are the first records of the batch (its first attempt's),
 	// only when decode read them (decode.Options.Records); nil otherwise.
+	// In a record-level finding: the records sent again (at most
+	// MaxFindingRecords, the rest counted in RecordsOmitted), each with
+	// its copies, its content known only when decode read it.
 	Records []Record
+	// Record-level findings only. NumRecords counts the records of the
+	// finding; FirstSequence and ProducerID are -1, BatchCRC is the
+	// first attempt's; AppendedOffsets and the verdict are the first
+	// record's (every record of the finding shares its attempts).
+	BatchRelation  BatchRelation
+	RecordsOmitted int
 
 	// Revision counts the earlier reports of this finding: 0 for the first.
 	// Only a live Detector (Options.Live) reports a finding again, when
@@ -146,10 +189,19 @@ type Attempt struct {
 	// Response is nil when the capture holds no answer; NoResponse says why.
 	Response   *Response
 	NoResponse string
+	// Batch describes the batch that carried the records, in a
+	// record-level finding; nil in a batch finding.
+	Batch *AttemptBatch
 	// Cause is empty for the first attempt.
 	Cause      Cause
 	CauseError string  // the error name, for CauseBrokerError
 	GapMillis  float64 // time since the previous attempt was sent; 0 for the first
+}
+
+// AttemptBatch is the batch of one attempt of a record-level finding.
+type AttemptBatch struct {
+	CRC        uint32
+	NumRecords int32
 }
 
 // Response is the broker's answer to one attempt for the finding's partition.

@@ -121,6 +121,7 @@ func (d *Detector) flushLive() []Finding {
 			d.retire(i, false)
 		}
 	}
+	d.flushRecords()
 	slices.SortFunc(d.fresh, compareFindings)
 	for _, f := range d.fresh {
 		d.emit(f)

@@ -18,6 +18,39 @@ type Record struct {
 	KeyLen          int
 	ValueLen        int
 	Headers         []RecordHeader
+	// Known says the content fields above were read (always in a batch
+	// finding; in a record-level finding only when decode read the record).
+	Known bool
+	// Record-level findings only: Hash is the record's print
+	// (decode.RecordPrint.Hash: xxhash64 of its key, value and headers as
+	// on the wire, the same in every run), Copies every copy, in attempt
+	// order.
+	Hash   uint64
+	Copies []RecordCopy
+}
+
+// RecordCopy is one copy of a record sent again: the attempt that carried
+// it (an index into Finding.Attempts), its offset delta in that batch, and
+// its offset in the log when that attempt's answer shows the append (base
+// offset plus delta), else -1.
+type RecordCopy struct {
+	Attempt     int
+	OffsetDelta int32
+	Offset      int64
+}
+
+// setContent copies the content decode read of a record into r.
+func setContent(r *Record, dr *decode.Record) {
+	r.Known = true
+	r.TimestampMillis = dr.TimestampMillis
+	r.Key, r.Value = dr.Key, dr.Value
+	r.KeyLen, r.ValueLen = dr.KeyLen, dr.ValueLen
+	if len(dr.Headers) > 0 {
+		r.Headers = make([]RecordHeader, len(dr.Headers))
+		for j, h := range dr.Headers {
+			r.Headers[j] = RecordHeader(h)
+		}
+	}
 }
 
 // RecordHeader is one record header.
@@ -68,6 +101,7 @@ func (d *Detector) attachRecords(f *Finding, slot int32) {
 			Value:           r.Value,
 			KeyLen:          r.KeyLen,
 			ValueLen:        r.ValueLen,
+			Known:           true,
 		}
 		if base >= 0 {
 			out.Offset = base + int64(r.OffsetDelta)

@@ -39,8 +39,8 @@ func TestFindingRecords(t *testing.T) {
 			}
 			want := []Record{
 				{Offset: tt.offset0, OffsetDelta: 0, TimestampMillis: 1700000000000, Key: []byte("k"), KeyLen: 1, Value: []byte("v0"), ValueLen: 2,
-					Headers: []RecordHeader{{Key: "h", Value: []byte{1}, ValueLen: 1}}},
-				{Offset: -1, OffsetDelta: 1, TimestampMillis: 1700000000001, KeyLen: -1, Value: []byte("v1"), ValueLen: 2},
+					Headers: []RecordHeader{{Key: "h", Value: []byte{1}, ValueLen: 1}}, Known: true},
+				{Offset: -1, OffsetDelta: 1, TimestampMillis: 1700000000001, KeyLen: -1, Value: []byte("v1"), ValueLen: 2, Known: true},
 			}
 			if tt.offset0 >= 0 {
 				want[1].Offset = tt.offset0 + 1

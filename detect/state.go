@@ -99,6 +99,9 @@ type batch struct {
 	// producer ID alone, because another producer of the same ID and epoch
 	// (another cluster's) held that key; see otherProducer.
 	byClient bool
+	// records: a record-level finding's stand-in, whose verdict speaks of
+	// records, not of a batch.
+	records bool
 
 	first attempt
 	more  []attempt

@@ -29,6 +29,13 @@ type Stats struct {
 	// finding once, and ByVerdict by its latest verdict).
 	Settled   int64
 	Revisions int64
+	// Record-level matching: RecordPrints counts the record prints filed,
+	// RecordsEvicted those forgotten early because MaxRecords was reached
+	// (a later copy of one is not matched), RecordFindings the
+	// record-level findings (also counted in Findings and ByVerdict).
+	RecordPrints   int64
+	RecordsEvicted int64
+	RecordFindings int64
 	// Remembered is the number of batches remembered now.
 	Remembered int
 	// Topics holds the per-topic counts, sorted by Topic.

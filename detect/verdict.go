@@ -44,7 +44,8 @@ func classify(a *attempt) outcome {
 
 // verdict decides what the log holds of a batch from its attempts, sorted in
 // send order, and explains it in one sentence.
-func verdict(atts []attempt, idempotent bool) (Verdict, []int64, string) {
+// noun names what was sent: "the batch", or "these records".
+func verdict(atts []attempt, idempotent bool, noun string) (Verdict, []int64, string) {
 	outs := make([]outcome, len(atts))
 	offsets := []int64{}
 	var appended, unknown, rejected []int
@@ -70,7 +71,7 @@ func verdict(atts []attempt, idempotent bool) (Verdict, []int64, string) {
 			held = "at least " + held + " (" + unknowns(atts, unknown) + ")"
 		}
 		return Duplicated, offsets, attemptList(atts, appended) + " were appended at offsets " +
-			joinInts(offsets) + ": the log holds the batch " + held
+			joinInts(offsets) + ": the log holds " + noun + " " + held
 	}
 
 	if idempotent {
@@ -102,7 +103,7 @@ func verdict(atts []attempt, idempotent bool) (Verdict, []int64, string) {
 
 	if len(appended) == 1 && len(rejected) == len(atts)-1 {
 		return Single, offsets, "only attempt " + corr(&atts[appended[0]]) + " was appended (offset " +
-			strconv.FormatInt(offsets[0], 10) + "); " + rejections(atts, rejected) + ": the log holds the batch once"
+			strconv.FormatInt(offsets[0], 10) + "); " + rejections(atts, rejected) + ": the log holds " + noun + " once"
 	}
 
 	var b strings.Builder
@@ -113,24 +114,24 @@ func verdict(atts []attempt, idempotent bool) (Verdict, []int64, string) {
 	case len(appended) == 0 && len(rejected) == len(atts):
 		b.WriteString("every attempt was rejected (")
 		b.WriteString(rejectionCodes(atts, rejected))
-		b.WriteString("): the log does not hold the batch")
+		b.WriteString("): the log does not hold " + noun)
 		return Rejected, offsets, b.String()
 	case len(appended) >= 2:
 		b.WriteString(attemptList(atts, appended))
 		b.WriteString(" were answered at the same offset ")
 		b.WriteString(strconv.FormatInt(offsets[0], 10))
-		b.WriteString(", which does not show whether the broker appended the batch again")
+		b.WriteString(", which does not show whether the broker appended " + noun + " again")
 		most = len(appended) + len(unknown)
 	default:
-		b.WriteString("the answers do not show how many times the batch was appended")
+		b.WriteString("the answers do not show how many times " + noun + " " + wasWere(noun) + " appended")
 	}
 	switch {
 	case most <= 1:
-		b.WriteString("; the log holds the batch at most once")
+		b.WriteString("; the log holds " + noun + " at most once")
 	case idempotent:
 		b.WriteString("; idempotent producer: the broker deduplicates a resend of the same sequence")
 	default:
-		b.WriteString("; producer not idempotent: the log may hold the batch " + times(most))
+		b.WriteString("; producer not idempotent: the log may hold " + noun + " " + times(most))
 	}
 	return Unconfirmed, offsets, b.String()
 }
@@ -227,4 +228,12 @@ func times(n int) string {
 		return "twice"
 	}
 	return strconv.Itoa(n) + " times"
+}
+
+// wasWere agrees a verb with noun.
+func wasWere(noun string) string {
+	if strings.HasPrefix(noun, "these ") {
+		return "were"
+	}
+	return "was"
 }

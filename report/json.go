@@ -81,8 +81,12 @@ type jsonFinding struct {
 	Attempts        []jsonAttempt `json:"attempts"`
 	AttemptsOmitted int           `json:"attempts_omitted,omitempty"`
 	Revision        int           `json:"revision,omitempty"`
-	// Records: only with --records, when decode read the batch's records.
+	// Records: only with --records, when decode read the batch's records;
+	// in a record-level finding, always: the records sent again.
 	Records []jsonRecord `json:"records,omitempty"`
+	// Record-level findings only.
+	BatchRelation  string `json:"batch_relation,omitempty"`
+	RecordsOmitted int    `json:"records_omitted,omitempty"`
 }
 
 type jsonAttempt struct {
@@ -99,6 +103,13 @@ type jsonAttempt struct {
 	GapMillis     *float64      `json:"gap_ms,omitempty"`
 	Response      *jsonResponse `json:"response"`
 	NoResponse    string        `json:"no_response,omitempty"`
+	// Batch: in a record-level finding, the batch this attempt carried.
+	Batch *jsonAttemptBatch `json:"batch,omitempty"`
+}
+
+type jsonAttemptBatch struct {
+	CRC         string `json:"crc"`
+	RecordCount int32  `json:"record_count"`
 }
 
 type jsonResponse struct {
@@ -130,6 +141,7 @@ type jsonSummary struct {
 	Malformed               int64         `json:"malformed"`
 	Resyncs                 int64         `json:"resyncs"`
 	Findings                int64         `json:"findings"`
+	RecordFindings          int64         `json:"record_findings,omitempty"`
 	ByVerdict               jsonByVerdict `json:"by_verdict"`
 	Topics                  []jsonTopic   `json:"topics"`
 	Errors                  []string      `json:"errors"`
@@ -184,7 +196,7 @@ func (w *jsonWriter) Summary(s Summary) error {
 
 func toJSONFinding(f *detect.Finding) jsonFinding {
 	j := jsonFinding{
-		Type:            "duplicate",
+		Type:            string(kindOf(f)),
 		Revision:        f.Revision,
 		AttemptsOmitted: f.AttemptsOmitted,
 		ConnID:          f.ConnID,
@@ -206,7 +218,9 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 		Reason:          f.Reason,
 		AppendedOffsets: append([]int64{}, f.AppendedOffsets...),
 		Attempts:        make([]jsonAttempt, len(f.Attempts)),
-		Records:         toJSONRecords(f.Records),
+		Records:         toJSONRecords(f.Records, kindOf(f) != detect.KindBatch),
+		BatchRelation:   string(f.BatchRelation),
+		RecordsOmitted:  f.RecordsOmitted,
 	}
 	if f.TopicID != ([16]byte{}) {
 		id := detect.TopicIDString(f.TopicID)
@@ -225,6 +239,9 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 			APIVersion:    a.Version,
 			Acks:          a.Acks,
 			TimeoutMillis: a.TimeoutMillis,
+		}
+		if a.Batch != nil {
+			ja.Batch = &jsonAttemptBatch{CRC: formatCRC(a.Batch.CRC), RecordCount: a.Batch.NumRecords}
 		}
 		if i > 0 {
 			gap := a.GapMillis
@@ -293,6 +310,7 @@ func toJSONSummary(s *Summary) jsonSummary {
 		Malformed:               s.Malformed,
 		Resyncs:                 s.Resyncs,
 		Findings:                s.Findings,
+		RecordFindings:          s.RecordFindings,
 		ByVerdict: jsonByVerdict{
 			Duplicated:   s.ByVerdict[string(detect.Duplicated)],
 			Deduplicated: s.ByVerdict[string(detect.Deduplicated)],

@@ -50,15 +50,7 @@ func writeRecords(b *bytes.Buffer, f *detect.Finding) error {
 		if r.Offset >= 0 {
 			off = itoa(r.Offset)
 		}
-		hs := make([]string, len(r.Headers))
-		for i, h := range r.Headers {
-			hs[i] = printable(h.Key) + "=" + bytesText(h.Value, h.ValueLen)
-		}
-		headers := strings.Join(hs, ", ")
-		if headers == "" {
-			headers = "-"
-		}
-		row := []string{off, recordTime(r.TimestampMillis), bytesText(r.Key, r.KeyLen), bytesText(r.Value, r.ValueLen), headers}
+		row := []string{off, recordTime(r.TimestampMillis), bytesText(r.Key, r.KeyLen), bytesText(r.Value, r.ValueLen), headersText(r.Headers)}
 		if err := tbl.Append(row); err != nil {
 			return err
 		}
@@ -66,12 +58,77 @@ func writeRecords(b *bytes.Buffer, f *detect.Finding) error {
 	return tbl.Render()
 }
 
+// kindOf is f's kind; a Finding built by hand without one is a batch
+// finding.
+func kindOf(f *detect.Finding) detect.Kind {
+	if f.Kind == "" {
+		return detect.KindBatch
+	}
+	return f.Kind
+}
+
+// writeRecordCopies writes the records of a record-level finding, each
+// with the offset of every copy.
+func writeRecordCopies(b *bytes.Buffer, f *detect.Finding) error {
+	more := ""
+	if f.RecordsOmitted > 0 {
+		more = fmt.Sprintf(" (%d more not listed)", f.RecordsOmitted)
+	}
+	fmt.Fprintf(b, "   records sent again%s\n", more)
+	tbl := newTable(b, left, left, left, left, left)
+	tbl.Header("COPIES (CORR ID: OFFSET)", "TIMESTAMP (UTC)", "KEY", "VALUE", "HEADERS")
+	for _, r := range f.Records {
+		copies := make([]string, len(r.Copies))
+		for i, c := range r.Copies {
+			off := "-"
+			if c.Offset >= 0 {
+				off = itoa(c.Offset)
+			}
+			corr := "?"
+			if c.Attempt >= 0 && c.Attempt < len(f.Attempts) {
+				corr = itoa(f.Attempts[c.Attempt].CorrelationID)
+			}
+			copies[i] = corr + ": " + off
+		}
+		row := []string{strings.Join(copies, ", "), "-", "-", "-", "-"}
+		if r.Known {
+			row[1], row[2], row[3], row[4] = recordTime(r.TimestampMillis), bytesText(r.Key, r.KeyLen), bytesText(r.Value, r.ValueLen), headersText(r.Headers)
+		} else {
+			row[2] = fmt.Sprintf("(record %016x; --records N shows content)", r.Hash)
+		}
+		if err := tbl.Append(row); err != nil {
+			return err
+		}
+	}
+	return tbl.Render()
+}
+
+// headersText shows record headers as key=value, "-" for none.
+func headersText(headers []detect.RecordHeader) string {
+	hs := make([]string, len(headers))
+	for i, h := range headers {
+		hs[i] = printable(h.Key) + "=" + bytesText(h.Value, h.ValueLen)
+	}
+	if len(hs) == 0 {
+		return "-"
+	}
+	return strings.Join(hs, ", ")
+}
+
 // jsonRecord is one record of a finding. Key and value (and a header's
 // value) are JSON strings when their bytes are valid UTF-8; other bytes go
-// base64-encoded in key_base64 or value_base64 instead. Null is null.
+// base64-encoded in key_base64 or value_base64 instead. Null is null. In a
+// record-level finding, the content fields are there only when known
+// (--records), and record_hash and copies are added.
 type jsonRecord struct {
-	Offset      *int64             `json:"offset"`
-	OffsetDelta int32              `json:"offset_delta"`
+	Offset      *int64 `json:"offset"`
+	OffsetDelta int32  `json:"offset_delta"`
+	*jsonRecordContent
+	Hash   string           `json:"record_hash,omitempty"`
+	Copies []jsonRecordCopy `json:"copies,omitempty"`
+}
+
+type jsonRecordContent struct {
 	Timestamp   *string            `json:"timestamp"`
 	Key         *string            `json:"key"`
 	KeyBase64   string             `json:"key_base64,omitempty"`
@@ -80,6 +137,12 @@ type jsonRecord struct {
 	ValueBase64 string             `json:"value_base64,omitempty"`
 	ValueLen    int                `json:"value_len"`
 	Headers     []jsonRecordHeader `json:"headers"`
+}
+
+type jsonRecordCopy struct {
+	Attempt     int    `json:"attempt"`
+	OffsetDelta int32  `json:"offset_delta"`
+	Offset      *int64 `json:"offset"`
 }
 
 type jsonRecordHeader struct {
@@ -101,7 +164,7 @@ func jsonBytes(b []byte, full int) (*string, string) {
 	return nil, base64.StdEncoding.EncodeToString(b)
 }
 
-func toJSONRecords(recs []detect.Record) []jsonRecord {
+func toJSONRecords(recs []detect.Record, recordLevel bool) []jsonRecord {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -109,23 +172,40 @@ func toJSONRecords(recs []detect.Record) []jsonRecord {
 	for i := range recs {
 		r := &recs[i]
 		j := &out[i]
-		j.OffsetDelta, j.KeyLen, j.ValueLen = r.OffsetDelta, r.KeyLen, r.ValueLen
-		if r.Offset >= 0 {
-			off := r.Offset
-			j.Offset = &off
+		j.OffsetDelta = r.OffsetDelta
+		j.Offset = offsetPtr(r.Offset)
+		if recordLevel {
+			j.Hash = fmt.Sprintf("%016x", r.Hash)
+			j.Copies = make([]jsonRecordCopy, len(r.Copies))
+			for k, c := range r.Copies {
+				j.Copies[k] = jsonRecordCopy{Attempt: c.Attempt, OffsetDelta: c.OffsetDelta, Offset: offsetPtr(c.Offset)}
+			}
+			if !r.Known {
+				continue
+			}
 		}
+		jc := &jsonRecordContent{KeyLen: r.KeyLen, ValueLen: r.ValueLen}
+		j.jsonRecordContent = jc
 		if r.TimestampMillis >= 0 {
 			ts := recordTime(r.TimestampMillis)
-			j.Timestamp = &ts
+			jc.Timestamp = &ts
 		}
-		j.Key, j.KeyBase64 = jsonBytes(r.Key, r.KeyLen)
-		j.Value, j.ValueBase64 = jsonBytes(r.Value, r.ValueLen)
-		j.Headers = make([]jsonRecordHeader, len(r.Headers))
+		jc.Key, jc.KeyBase64 = jsonBytes(r.Key, r.KeyLen)
+		jc.Value, jc.ValueBase64 = jsonBytes(r.Value, r.ValueLen)
+		jc.Headers = make([]jsonRecordHeader, len(r.Headers))
 		for k, h := range r.Headers {
-			jh := &j.Headers[k]
+			jh := &jc.Headers[k]
 			jh.Key, jh.ValueLen = h.Key, h.ValueLen
 			jh.Value, jh.ValueBase64 = jsonBytes(h.Value, h.ValueLen)
 		}
 	}
 	return out
+}
+
+// offsetPtr is nil for an unknown offset (-1).
+func offsetPtr(off int64) *int64 {
+	if off < 0 {
+		return nil
+	}
+	return &off
 }

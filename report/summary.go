@@ -29,9 +29,12 @@ type Summary struct {
 	Resyncs                 int64 // times decoding resumed after losing frame boundaries
 
 	// Detect stage.
-	Findings  int64
-	ByVerdict map[string]int64
-	ByTopic   []TopicCount
+	Findings int64
+	// RecordFindings counts the record-level findings among Findings
+	// (record_resend and record_duplicate).
+	RecordFindings int64
+	ByVerdict      map[string]int64
+	ByTopic        []TopicCount
 
 	// Errors holds input errors that ended reading early (file and position).
 	Errors []string

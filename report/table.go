@@ -39,22 +39,40 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 	if spans {
 		where = "(connections " + strings.Join(connIDs(&f), ", ") + ": re-sent across connections)"
 	}
-	fmt.Fprintf(b, "#%d %s  %s/%d  %s -> %s  client.id %s  %s\n",
-		t.n, strings.ToUpper(string(f.Verdict)), printable(topicName(&f)), f.Partition,
+	kind := ""
+	if k := kindOf(&f); k != detect.KindBatch {
+		kind = " " + strings.ToUpper(string(k))
+	}
+	fmt.Fprintf(b, "#%d %s%s  %s/%d  %s -> %s  client.id %s  %s\n",
+		t.n, strings.ToUpper(string(f.Verdict)), kind, printable(topicName(&f)), f.Partition,
 		f.Client, f.Broker, clientIDText(f.ClientID), where)
 	idem := "not idempotent"
 	if f.Idempotent {
 		idem = "idempotent"
 	}
-	fmt.Fprintf(b, "   producer id %d epoch %d sequence %d (%s), %s, crc %s, magic %d, matched by %s, appended at %s\n",
-		f.ProducerID, f.ProducerEpoch, f.FirstSequence, idem, plural(int64(f.NumRecords), "record"), formatCRC(f.BatchCRC),
-		f.Magic, f.Match, offsetsText(f.AppendedOffsets))
+	if kindOf(&f) == detect.KindBatch {
+		fmt.Fprintf(b, "   producer id %d epoch %d sequence %d (%s), %s, crc %s, magic %d, matched by %s, appended at %s\n",
+			f.ProducerID, f.ProducerEpoch, f.FirstSequence, idem, plural(int64(f.NumRecords), "record"), formatCRC(f.BatchCRC),
+			f.Magic, f.Match, offsetsText(f.AppendedOffsets))
+	} else {
+		how := "sent again in " + string(f.BatchRelation) + " batches"
+		if kindOf(&f) == detect.KindRecordDuplicate {
+			how = "produced again, each time answered with success (" + string(f.BatchRelation) + " batches)"
+		}
+		fmt.Fprintf(b, "   %s %s (%s), magic %d, matched by record content, first record appended at %s\n",
+			plural(int64(f.NumRecords), "record"), how, idem, f.Magic, offsetsText(f.AppendedOffsets))
+	}
 	fmt.Fprintf(b, "   %s\n", f.Reason)
 
 	// A finding across connections shows the connection of each attempt
 	// first: correlation IDs are per connection.
 	align := []tw.Align{right, left, left, left, right, right}
 	header := []string{"CORR ID", "SENT (UTC)", "CAUSE", "RESPONSE", "BASE OFFSET", "LATENCY MS"}
+	batches := kindOf(&f) != detect.KindBatch
+	if batches {
+		align = append(align, left)
+		header = append(header, "BATCH")
+	}
 	if spans {
 		align = append([]tw.Align{left}, align...)
 		header = append([]string{"CONNECTION"}, header...)
@@ -74,6 +92,13 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 			}
 			row[3] = "no response (" + why + ")"
 		}
+		if batches {
+			bt := "-"
+			if a.Batch != nil {
+				bt = fmt.Sprintf("crc %s, %s", formatCRC(a.Batch.CRC), plural(int64(a.Batch.NumRecords), "record"))
+			}
+			row = append(row, bt)
+		}
 		if spans {
 			conn, client, broker := attemptConn(&f, &a)
 			row = append([]string{fmt.Sprintf("%d: %s -> %s", conn, client, broker)}, row...)
@@ -85,7 +110,11 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 	if err := tbl.Render(); err != nil {
 		return fmt.Errorf("report: finding %d: %w", t.n, err)
 	}
-	if len(f.Records) > 0 {
+	if batches {
+		if err := writeRecordCopies(b, &f); err != nil {
+			return fmt.Errorf("report: finding %d records: %w", t.n, err)
+		}
+	} else if len(f.Records) > 0 {
 		if err := writeRecords(b, &f); err != nil {
 			return fmt.Errorf("report: finding %d records: %w", t.n, err)
 		}
@@ -175,7 +204,7 @@ func summaryCounts(b *bytes.Buffer, s *Summary, n int) error {
 		{"produce requests", fmt.Sprintf("%d (responses %d)", s.ProduceRequests, s.ProduceResponses)},
 		{"batches", itoa(s.Batches)},
 		{"records", itoa(s.Records)},
-		{"findings", fmt.Sprintf("%d (%s)", s.Findings, strings.Join(verdictCounts, ", "))},
+		{"findings", findingsText(s, verdictCounts)},
 	}
 	tbl := newTable(b, left, left)
 	if err := tbl.Bulk(counts); err != nil {
@@ -293,4 +322,14 @@ func causeText(a *detect.Attempt) string {
 		return fmt.Sprintf("%s %s, +%s ms", a.Cause, a.CauseError, millisText(a.GapMillis))
 	}
 	return fmt.Sprintf("%s, +%s ms", a.Cause, millisText(a.GapMillis))
+}
+
+// findingsText counts the findings by verdict, and says how many are
+// record-level when some are.
+func findingsText(s *Summary, verdictCounts []string) string {
+	t := fmt.Sprintf("%d (%s)", s.Findings, strings.Join(verdictCounts, ", "))
+	if s.RecordFindings > 0 {
+		t += fmt.Sprintf("; %d of them record-level", s.RecordFindings)
+	}
+	return t
 }

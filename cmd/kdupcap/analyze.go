@@ -31,6 +31,8 @@ type analyzeConfig struct {
 	idleTimeout     time.Duration
 	scope           detect.Scope
 	records         int
+	recordMatch     bool
+	appDuplicates   bool
 	files           []string
 	clockSkew       clockSkewFlag
 	skew            []time.Duration // per file, from clockSkew
@@ -55,6 +57,8 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", defaultIdleTimeout, "capture time after which an idle TCP connection is closed and buffered segments are given up")
 	scope := fs.String("scope", "both", scopeUsage)
 	fs.IntVar(&cfg.records, "records", 0, recordsUsage)
+	fs.BoolVar(&cfg.recordMatch, "record-match", true, recordMatchUsage)
+	fs.BoolVar(&cfg.appDuplicates, "app-duplicates", false, appDuplicatesUsage)
 	fs.Var(&cfg.clockSkew, "clock-skew", "`FILE=DURATION` added to every timestamp of one capture file (e.g. broker2.pcap=-1.5s), repeated per file; FILE may be a 1-based position")
 	// Flags may come before, between or after the files, as people type
 	// them; "--" ends the flags, so a file named like one can be given.
@@ -148,6 +152,8 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		idleTimeout: cfg.idleTimeout,
 		scope:       cfg.scope,
 		records:     cfg.records,
+		recordMatch: cfg.recordMatch || cfg.appDuplicates,
+		allRecords:  cfg.appDuplicates,
 	})
 	var inputErrs []string
 	for _, err := range p.readFiles(cfg.files, cfg.skew, stdin) {

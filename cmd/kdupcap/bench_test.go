@@ -71,7 +71,7 @@ func benchInput(b *testing.B) (string, *gencap.Manifest, int64) {
 // differ from the generator's manifest.
 func BenchmarkAnalyze(b *testing.B) {
 	path, m, size := benchInput(b)
-	opts := pipelineOptions{ports: []uint16{9092}, sniff: true, window: defaultWindow, idleTimeout: defaultIdleTimeout}
+	opts := pipelineOptions{ports: []uint16{9092}, sniff: true, window: defaultWindow, idleTimeout: defaultIdleTimeout, recordMatch: os.Getenv("KDUPCAP_BENCH_RECORDS") != "0"}
 	b.SetBytes(size)
 	b.ReportAllocs()
 	var packets int64

@@ -49,6 +49,8 @@ type liveConfig struct {
 	duration    time.Duration
 	count       int
 	records     int
+	recordMatch bool
+	appDups     bool
 	statsEvery  time.Duration
 	snapLen     int
 	ringMB      int
@@ -90,6 +92,8 @@ func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*li
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", defaultIdleTimeout, "time after which an idle TCP connection is closed")
 	scope := fs.String("scope", "both", scopeUsage)
 	fs.IntVar(&cfg.records, "records", 0, recordsUsage+" (shown by --format json)")
+	fs.BoolVar(&cfg.recordMatch, "record-match", true, recordMatchUsage)
+	fs.BoolVar(&cfg.appDups, "app-duplicates", false, appDuplicatesUsage)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -234,6 +238,8 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		idleTimeout: cfg.idleTimeout,
 		scope:       cfg.scope,
 		records:     cfg.records,
+		recordMatch: cfg.recordMatch || cfg.appDups,
+		allRecords:  cfg.appDups,
 		live:        true,
 		settle:      cfg.settle,
 		onFinding:   r.finding,

@@ -23,6 +23,13 @@ type pipelineOptions struct {
 	// records is how many records of each batch decode reads for the
 	// findings (--records); 0 reads none.
 	records int
+	// recordMatch fingerprints every record of producers that are not
+	// idempotent, to find records re-sent in rebuilt or re-batched
+	// batches (--record-match).
+	recordMatch bool
+	// allRecords matches every record, to find the records the
+	// application produced twice (--app-duplicates).
+	allRecords bool
 
 	// Live mode: findings are reported through onFinding as soon as they
 	// are decided, and settle bounds the wait for a retry.
@@ -55,7 +62,8 @@ func (f sinkFunc) Produce(x *decode.Exchange) { f(x) }
 
 func newPipeline(o pipelineOptions) *pipeline {
 	p := &pipeline{}
-	p.det = detect.New(detect.Options{Window: o.window, Scope: o.scope, Live: o.live, Settle: o.settle, OnFinding: o.onFinding})
+	p.det = detect.New(detect.Options{Window: o.window, Scope: o.scope, Live: o.live, Settle: o.settle,
+		OnFinding: o.onFinding, AllRecords: o.allRecords})
 	var sink decode.Sink = p.det
 	if o.observe != nil {
 		sink = sinkFunc(func(x *decode.Exchange) {
@@ -63,7 +71,7 @@ func newPipeline(o pipelineOptions) *pipeline {
 			p.det.Produce(x)
 		})
 	}
-	dopts := decode.Options{Ports: o.ports, Sniff: o.sniff, Records: o.records}
+	dopts := decode.Options{Ports: o.ports, Sniff: o.sniff, Records: o.records, RecordPrints: o.recordMatch}
 	if o.live {
 		dopts.MaxConnections = liveMaxConnections
 	}
@@ -156,6 +164,7 @@ func (p *pipeline) summary(files, inputErrs []string) report.Summary {
 		Malformed:        ds.Malformed,
 		Resyncs:          ds.Resyncs,
 		Findings:         ts.Findings,
+		RecordFindings:   ts.RecordFindings,
 		ByVerdict:        map[string]int64{},
 		Errors:           inputErrs,
 	}
@@ -203,6 +212,12 @@ func checkRecords(n int) error {
 	}
 	return nil
 }
+
+// recordMatchUsage is the help text of --record-match.
+const recordMatchUsage = "match the records (key, value, headers) of failed or unanswered attempts of producers that are not idempotent, and of the batches after them, to find retries that rebuilt or re-batched the records (segmentio/kafka-go, sarama)"
+
+// appDuplicatesUsage is the help text of --app-duplicates.
+const appDuplicatesUsage = "match every record of producers that are not idempotent, to find records the application produced twice with every attempt answered with success (record_duplicate); decompresses every such batch"
 
 // scopeUsage is the help text of --scope.
 const scopeUsage = "which re-sends to find: connection (on one connection), client (across connections of one client: same IP and client.id, or same producer ID and epoch), or both"

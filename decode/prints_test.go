@@ -1,0 +1,102 @@
+package decode
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// stampedRecords is testRecords with timestamp deltas of step*i and the
+// value of record odd (if >= 0) changed.
+func stampedRecords(n int, step int64, odd int) []byte {
+	var out []byte
+	for i := range n {
+		v := fmt.Appendf(nil, "value %d", i)
+		if i == odd {
+			v = append(v, '!')
+		}
+		r := kmsg.Record{TimestampDelta64: step * int64(i), OffsetDelta: int32(i),
+			Key: fmt.Appendf(nil, "key-%d", i), Value: v, Headers: []kmsg.Header{{Key: "h", Value: []byte{0, 1, 2}}}}
+		r.Length = int32(len(r.AppendTo(nil)) - 1)
+		out = r.AppendTo(out)
+	}
+	return out
+}
+
+// printsOfBatch decodes one batch with Options.RecordPrints and returns a
+// copy of its prints, giving the kept bytes back as emit does.
+func printsOfBatch(t *testing.T, d *Decoder, raw []byte) []RecordPrint {
+	t.Helper()
+	bs, err := d.appendBatches(nil, raw, "t", [16]byte{}, 0)
+	if err != nil || len(bs) != 1 {
+		t.Fatalf("%d batches, %v", len(bs), err)
+	}
+	p := slices.Clone(bs[0].RecordPrints())
+	d.releaseRaw(&Exchange{Batches: bs})
+	return p
+}
+
+func TestRecordPrints(t *testing.T) {
+	for codec := int16(0); codec <= 4; codec++ {
+		t.Run(fmt.Sprint("codec ", codec), func(t *testing.T) {
+			d := New(nil, Options{RecordPrints: true})
+			first := printsOfBatch(t, d, compressedBatch(codec, 5, compressed(t, codec, stampedRecords(5, 10, -1))))
+			// A retry re-encoded with new timestamps: the same prints.
+			again := printsOfBatch(t, d, compressedBatch(codec, 5, compressed(t, codec, stampedRecords(5, 7, -1))))
+			other := printsOfBatch(t, d, compressedBatch(codec, 5, compressed(t, codec, stampedRecords(5, 10, 3))))
+			if len(first) != 5 || !slices.Equal(first, again) {
+				t.Fatalf("prints %v, re-encoded %v", first, again)
+			}
+			for i, p := range other {
+				if (p.Hash == first[i].Hash) != (i != 3) || p.OffsetDelta != int32(i) || p.Index != int32(i) {
+					t.Errorf("record %d: %+v vs %+v", i, p, first[i])
+				}
+			}
+			if d.raw.held != 0 {
+				t.Errorf("%d bytes still held", d.raw.held)
+			}
+			if s := d.Stats(); s.RecordPrints != 15 || s.PrintedEager != 0 {
+				t.Errorf("stats: %d prints, %d eager", s.RecordPrints, s.PrintedEager)
+			}
+		})
+	}
+}
+
+func TestRecordPrintsKeptOnlyWhenAsked(t *testing.T) {
+	raw := compressedBatch(1, 3, compressed(t, 1, testRecords(3)))
+	// Not asked: nothing decompressed, the bytes given back.
+	d := New(nil, Options{RecordPrints: true})
+	bs, _ := d.appendBatches(nil, raw, "t", [16]byte{}, 0)
+	d.releaseRaw(&Exchange{Batches: bs})
+	if s := d.Stats(); s.RecordPrints != 0 || d.raw.held != 0 {
+		t.Errorf("not asked: %d prints, %d bytes held", s.RecordPrints, d.raw.held)
+	}
+	// Idempotent batches keep nothing.
+	bs, _ = d.appendBatches(nil, recordBatch(7, 0, 0, 1, "x"), "t", [16]byte{}, 0)
+	if p := bs[0].RecordPrints(); p != nil || d.raw.held != 0 {
+		t.Errorf("idempotent: prints %v, %d bytes held", p, d.raw.held)
+	}
+	// Off: nothing kept.
+	d = New(nil, Options{})
+	bs, _ = d.appendBatches(nil, raw, "t", [16]byte{}, 0)
+	if p := bs[0].RecordPrints(); p != nil {
+		t.Errorf("off: prints %v", p)
+	}
+	// Beyond the bound on bytes held: fingerprinted at once.
+	d = New(nil, Options{RecordPrints: true})
+	d.raw.held = maxRawHeld - 10
+	if p := printsOfBatch(t, d, raw); len(p) != 3 || d.Stats().PrintedEager != 1 {
+		t.Errorf("eager: %v, %d eager", p, d.Stats().PrintedEager)
+	}
+}
+
+func TestLegacyRecordPrints(t *testing.T) {
+	d := New(nil, Options{RecordPrints: true})
+	a := printsOfBatch(t, d, legacySet(1, 0, 3, "same"))
+	b := printsOfBatch(t, d, legacySet(1, 40, 3, "same"))
+	if len(a) != 3 || !slices.Equal(a, b) {
+		t.Errorf("legacy prints %v and %v", a, b)
+	}
+}

@@ -1,0 +1,246 @@
+package detect
+
+import (
+	"cmp"
+	"encoding/binary"
+	"slices"
+	"strconv"
+)
+
+// groupDecided turns the duplicates decided together into findings, one
+// per set of attempts that carried them, and reports them: at once through
+// OnFinding with emit, else with Flush.
+func (d *Detector) groupDecided(emit bool) {
+	rs := d.recs
+	if len(rs.decided) == 0 {
+		return
+	}
+	var order []string
+	groups := make(map[string][]int32)
+	var sig []byte
+	var ids []int32
+	for _, di := range rs.decided {
+		ids = ids[:0]
+		for _, c := range rs.dups[di].copies {
+			ids = append(ids, c.carrier)
+		}
+		slices.Sort(ids)
+		sig = sig[:0]
+		for _, id := range ids {
+			sig = binary.LittleEndian.AppendUint32(sig, uint32(id))
+		}
+		k := string(sig)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], di)
+	}
+	for _, k := range order {
+		f := d.recordFinding(groups[k])
+		if d.scope == ScopeClient && f.Scope != ScopeClient {
+			d.markReported(groups[k], &f)
+			continue
+		}
+		d.countRecordFinding(groups[k], &f)
+		switch {
+		case d.opts.Live && emit:
+			d.emit(f)
+		case d.opts.Live:
+			d.fresh = append(d.fresh, f)
+		case emit && d.opts.OnFinding != nil:
+			d.opts.OnFinding(f)
+		}
+		if !d.opts.Live || d.opts.KeepFindings {
+			d.findings = append(d.findings, f)
+		}
+	}
+	for _, di := range rs.decided {
+		rs.dups[di].queued = false
+		if !rs.dups[di].live {
+			rs.freeDup(di)
+		}
+	}
+	rs.decided = rs.decided[:0]
+}
+
+// countRecordFinding counts f, a first report or a revision of an earlier
+// one (when its duplicates were reported before), and marks them reported.
+func (d *Detector) countRecordFinding(group []int32, f *Finding) {
+	rs := d.recs
+	ts := d.topic(f.Topic, f.TopicID)
+	first := &rs.dups[group[0]]
+	if first.reported == verdictNone {
+		d.stats.Findings++
+		ts.Findings++
+	} else {
+		d.stats.Revisions++
+		old := verdictByCode[first.reported]
+		if d.stats.ByVerdict[old]--; d.stats.ByVerdict[old] == 0 {
+			delete(d.stats.ByVerdict, old)
+		}
+		if old == Duplicated {
+			ts.Duplicated--
+		}
+	}
+	d.stats.ByVerdict[f.Verdict]++
+	if f.Verdict == Duplicated {
+		ts.Duplicated++
+	}
+	if first.reported == verdictNone {
+		d.stats.RecordFindings++
+	}
+	d.markReported(group, f)
+}
+
+// markReported sets the revision of f from its duplicates and counts the
+// report in them.
+func (d *Detector) markReported(group []int32, f *Finding) {
+	rs := d.recs
+	for _, di := range group {
+		dp := &rs.dups[di]
+		f.Revision = max(f.Revision, int(dp.revision))
+	}
+	for _, di := range group {
+		dp := &rs.dups[di]
+		dp.revision = int32(f.Revision) + 1
+		dp.reported = codeOf(f.Verdict)
+	}
+}
+
+// recordFinding builds the Finding of records carried by the same attempts:
+// the attempts in send order, the verdict decided on the offsets of the
+// group's first record (every record of the group shares its attempts and
+// their answers), and each record with its copies.
+func (d *Detector) recordFinding(group []int32) Finding {
+	rs := d.recs
+	// The attempts: every duplicate of the group has the same carriers.
+	var cids []int32
+	for _, c := range rs.dups[group[0]].copies {
+		if !slices.Contains(cids, c.carrier) {
+			cids = append(cids, c.carrier)
+		}
+	}
+	slices.SortStableFunc(cids, func(x, y int32) int {
+		a, b := &rs.carriers[x].at, &rs.carriers[y].at
+		if c := cmp.Compare(a.reqTime, b.reqTime); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.correlationID, b.correlationID); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.conn.ID, b.conn.ID)
+	})
+	pos := func(ci int32) int { return slices.Index(cids, ci) }
+
+	// Records in the order of their copy in the first attempt.
+	dups := slices.Clone(group)
+	copyIn := func(di int32, ci int32) *recCopy {
+		for i := range rs.dups[di].copies {
+			if c := &rs.dups[di].copies[i]; c.carrier == ci {
+				return c
+			}
+		}
+		return nil
+	}
+	slices.SortStableFunc(dups, func(x, y int32) int {
+		return cmp.Compare(copyIn(x, cids[0]).index, copyIn(y, cids[0]).index)
+	})
+
+	atts := make([]attempt, len(cids))
+	appended := make([]bool, len(cids))
+	rebatched := false
+	for i, ci := range cids {
+		c := &rs.carriers[ci]
+		atts[i] = c.at
+		appended[i] = classify(&c.at) == outAppended
+		if cp := copyIn(dups[0], ci); cp != nil && c.at.partResp && c.at.baseOffset >= 0 {
+			atts[i].baseOffset = c.at.baseOffset + int64(cp.delta)
+		}
+		if int(c.numRecords) != len(group) {
+			rebatched = true
+		}
+	}
+	c0 := &rs.carriers[cids[0]]
+	b := batch{
+		conn:          atts[0].conn,
+		clientID:      atts[0].clientID,
+		topic:         c0.topic,
+		topicID:       c0.topicID,
+		partition:     c0.partition,
+		producerID:    -1,
+		producerEpoch: -1,
+		firstSequence: -1,
+		magic:         c0.magic,
+		numRecords:    int32(len(group)),
+		crc:           c0.at.crc,
+		records:       true,
+		first:         atts[0],
+		more:          atts[1:],
+	}
+	for _, ci := range cids {
+		if t := rs.carriers[ci].topic; b.topic == "" && t != "" {
+			b.topic = t
+		}
+	}
+	f := b.finding()
+	f.Match = MatchRecords
+	f.Kind = KindRecordDuplicate
+	for i := 1; i < len(f.Attempts); i++ {
+		if f.Attempts[i].Cause != CauseNotARetry {
+			f.Kind = KindRecordResend
+		}
+	}
+	f.BatchRelation = RelationRebuilt
+	if rebatched {
+		f.BatchRelation = RelationRebatched
+	}
+	if f.Kind == KindRecordDuplicate {
+		f.Reason = "every attempt before the last was answered with success before the record was sent again, so no client retry sent it: the application produced it more than once; " + f.Reason
+	}
+	for i, ci := range cids {
+		c := &rs.carriers[ci]
+		f.Attempts[i].Batch = &AttemptBatch{CRC: c.at.crc, NumRecords: c.numRecords}
+		if r := f.Attempts[i].Response; r != nil {
+			// The verdict was decided on the first record's offsets; the
+			// answer itself names the batch's base offset.
+			r.BaseOffset = c.at.baseOffset
+		}
+	}
+
+	n := min(len(dups), MaxFindingRecords)
+	f.RecordsOmitted = len(dups) - n
+	f.Records = make([]Record, n)
+	for i, di := range dups[:n] {
+		dp := &rs.dups[di]
+		r := &f.Records[i]
+		r.Offset = -1
+		r.Hash = dp.print
+		r.TimestampMillis = -1
+		r.Copies = make([]RecordCopy, 0, len(dp.copies))
+		var offsets []int64
+		for _, cp := range dp.copies {
+			j := pos(cp.carrier)
+			c := &rs.carriers[cp.carrier]
+			off := int64(-1)
+			if appended[j] {
+				off = c.at.baseOffset + int64(cp.delta)
+				if !slices.Contains(offsets, off) {
+					offsets = append(offsets, off)
+				}
+			}
+			r.Copies = append(r.Copies, RecordCopy{Attempt: j, OffsetDelta: cp.delta, Offset: off})
+			if !r.Known && int(cp.index) < len(c.records) {
+				setContent(r, &c.records[cp.index])
+			}
+		}
+		slices.SortStableFunc(r.Copies, func(x, y RecordCopy) int { return cmp.Compare(x.Attempt, y.Attempt) })
+		r.OffsetDelta = r.Copies[0].OffsetDelta
+		if len(offsets) == 1 {
+			r.Offset = offsets[0]
+		}
+	}
+	if f.RecordsOmitted > 0 {
+		f.Reason += "; " + strconv.Itoa(f.RecordsOmitted) + " more records carried by the same attempts are not listed"
+	}
+	return f
+}

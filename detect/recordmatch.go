@@ -1,0 +1,433 @@
+package detect
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+
+	"github.com/kdupcap/kdupcap/decode"
+)
+
+// Record-level matching finds records sent again in batches that are not
+// the same bytes: segmentio/kafka-go and kafkajs encode every retry anew,
+// IBM/sarama puts retried records into new batches beside newer ones, and an
+// application may produce one message twice. It runs on the record prints
+// decode computes for producers that are not idempotent
+// (decode.Options.RecordPrints): an idempotent batch rebuilt for a retry
+// keeps its sequence span, which the batch-level matching already groups.
+//
+// Every print is filed under its partition and its client, as batches are
+// (see owner), in an index of bounded size; a print found again in another
+// batch, whose bytes differ from the earlier copy's, makes the record a
+// duplicate (recDup) holding each copy: the batch attempt that carried it
+// (a carrier) and its offset delta there. A duplicate is decided once no
+// copy came for Window (with Live: for Settle), and the duplicates decided
+// together that were carried by the same attempts make one Finding.
+
+// DefaultMaxRecords is the default of Options.MaxRecords.
+const DefaultMaxRecords = 1 << 19
+
+// MaxFindingRecords is the most records a record-level Finding lists; the
+// others are counted in Finding.RecordsOmitted.
+const MaxFindingRecords = 100
+
+// recEntry is one record print remembered: where its newest copy was seen.
+type recEntry struct {
+	last    int64 // packet time of the newest copy, Unix ns
+	carrier int32 // the carrier of the newest copy
+	delta   int32 // the record's offset delta there
+	index   int32 // its position in that batch
+	dup     int32 // index in recState.dups; -1 while seen once
+}
+
+// carrier is one attempt of one batch whose records are remembered. It is
+// freed when no entry and no duplicate refers to it.
+type carrier struct {
+	at         attempt
+	topic      string
+	topicID    [16]byte
+	partition  int32
+	numRecords int32
+	length     int
+	magic      int8
+	refs       int32
+	// records are the first records of the batch decode read
+	// (decode.Options.Records), to show the duplicates' content.
+	records []decode.Record
+}
+
+// recCopy is one copy of a duplicated record.
+type recCopy struct {
+	carrier int32
+	delta   int32
+	index   int32
+}
+
+// recDup is a record seen in two or more batches.
+type recDup struct {
+	key    uint64 // the print's key in recState.entries
+	print  uint64 // the record's print, decode.RecordPrint.Hash
+	copies []recCopy
+	last   int64
+	gen    uint32
+	// revision counts the reports of the duplicate; reported is the
+	// verdict of the last one (verdictNone before the first).
+	revision int32
+	reported verdictCode
+	// pending: a copy came since the last report; live: its print is
+	// still remembered (once not, it is freed after its last report).
+	pending bool
+	live    bool
+	// queued: in recState.decided, waiting to be grouped.
+	queued bool
+}
+
+// recQueued is a print, or a duplicate, at a packet time.
+type recQueued struct {
+	time int64
+	key  uint64 // the print's key, for the entry queue
+	dup  int32  // the duplicate, for the decision queue
+	gen  uint32
+}
+
+// recState is the record-level matching state of a Detector, made when the
+// first prints come.
+type recState struct {
+	entries  map[uint64]recEntry
+	order    []recQueued // entries in the order last touched
+	head     int
+	carriers []carrier
+	freeC    []int32
+	dups     []recDup
+	freeD    []int32
+	decideQ  []recQueued // duplicates in the order last touched
+	dhead    int
+	decided  []int32 // duplicates decided, waiting to be grouped
+}
+
+// hotPartition is a client's partition after a failed or unanswered
+// attempt: the next budget batches (until the window passes) are matched
+// too, since a retry of the failed records goes there.
+type hotPartition struct {
+	until  int64
+	budget int32
+}
+
+const (
+	// hotBudget is how many batches after each failed attempt are
+	// matched: the retry, and the batches a re-batching client (sarama)
+	// spreads the retried records and newer ones over.
+	hotBudget = 8
+	// maxHot bounds the hot partitions remembered; beyond it they are
+	// all forgotten (a retry after that is not matched at record level).
+	maxHot = 1 << 16
+)
+
+// matchRecords decides whether the records of one attempt of bt (a
+// producer that is not idempotent) are matched, and files them if so.
+func (d *Detector) matchRecords(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, seen int64) {
+	part := d.partitionKey(conn, at.clientID, bt)
+	failed := at.acks != 0 && (!at.responded || !at.partResp || at.errorCode != 0)
+	want := d.opts.AllRecords
+	switch h, ok := d.hot[part]; {
+	case failed:
+		if d.hot == nil || len(d.hot) >= maxHot {
+			d.hot = make(map[uint64]hotPartition)
+		}
+		if !ok || h.until < seen {
+			h = hotPartition{}
+		}
+		h.until = seen + d.window
+		h.budget = min(h.budget+hotBudget, 1<<20)
+		d.hot[part] = h
+		want = true
+	case ok && (h.until < seen || h.budget <= 0):
+		delete(d.hot, part)
+	case ok:
+		h.budget--
+		d.hot[part] = h
+		want = true
+	}
+	if !want {
+		return
+	}
+	if prints := bt.RecordPrints(); len(prints) > 0 {
+		d.addRecords(part, bt, at, seen, prints)
+	}
+}
+
+// addRecords files the prints of one attempt of bt.
+func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen int64, prints []decode.RecordPrint) {
+	rs := d.recs
+	if rs == nil {
+		rs = &recState{entries: make(map[uint64]recEntry)}
+		d.recs = rs
+	}
+	ci := rs.newCarrier()
+	c := &rs.carriers[ci]
+	*c = carrier{
+		at:         *at,
+		topic:      bt.Topic,
+		topicID:    bt.TopicID,
+		partition:  bt.Partition,
+		numRecords: bt.NumRecords,
+		length:     bt.Length,
+		magic:      bt.Magic,
+		records:    bt.Records,
+	}
+	for _, p := range prints {
+		d.stats.RecordPrints++
+		k := mixKey(part, p.Hash)
+		e, ok := rs.entries[k]
+		if !ok {
+			rs.entries[k] = recEntry{last: seen, carrier: ci, delta: p.OffsetDelta, index: p.Index, dup: -1}
+			rs.carriers[ci].refs++
+			rs.order = append(rs.order, recQueued{time: seen, key: k})
+			continue
+		}
+		prev := &rs.carriers[e.carrier]
+		if e.carrier == ci || sameBytes(prev, &rs.carriers[ci]) {
+			// The same record twice in one batch, or a batch re-sent as
+			// the same bytes: the batch-level finding covers that.
+			continue
+		}
+		if e.dup < 0 {
+			e.dup = rs.newDup(k, p.Hash)
+			dp := &rs.dups[e.dup]
+			dp.copies = append(dp.copies, recCopy{carrier: e.carrier, delta: e.delta, index: e.index})
+			prev.refs++
+		}
+		dp := &rs.dups[e.dup]
+		if len(dp.copies) < MaxAttempts {
+			dp.copies = append(dp.copies, recCopy{carrier: ci, delta: p.OffsetDelta, index: p.Index})
+			rs.carriers[ci].refs++
+		}
+		dp.last = max(dp.last, seen)
+		dp.gen++
+		dp.pending = true
+		rs.decideQ = append(rs.decideQ, recQueued{time: dp.last, dup: e.dup, gen: dp.gen})
+		// The entry now points at the newest copy.
+		rs.release(e.carrier)
+		e.carrier, e.delta, e.index, e.last = ci, p.OffsetDelta, p.Index, seen
+		rs.carriers[ci].refs++
+		rs.entries[k] = e
+		rs.order = append(rs.order, recQueued{time: seen, key: k})
+	}
+	if rs.carriers[ci].refs == 0 {
+		rs.freeC = append(rs.freeC, ci)
+	}
+	for len(rs.entries) > d.maxRecords {
+		if !d.evictRecord() {
+			break
+		}
+	}
+}
+
+// sameBytes reports whether two attempts carried the same batch bytes.
+func sameBytes(a, b *carrier) bool {
+	return a.at.crc == b.at.crc && a.at.hash == b.at.hash && a.length == b.length
+}
+
+// partitionKey hashes who may send a record again (as owner does for
+// batches) and the partition it went to.
+func (d *Detector) partitionKey(conn *decode.ConnInfo, clientID *string, bt *decode.Batch) uint64 {
+	o := d.ownerOf(conn, clientID, false)
+	var h maphash.Hash
+	h.SetSeed(d.seed)
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], o.conn)
+	h.Write(b[:])
+	binary.LittleEndian.PutUint64(b[:], o.client)
+	h.Write(b[:])
+	if bt.TopicID != ([16]byte{}) {
+		h.Write(bt.TopicID[:])
+	} else {
+		h.WriteString(bt.Topic)
+	}
+	binary.LittleEndian.PutUint32(b[:4], uint32(bt.Partition))
+	h.Write(b[:4])
+	return h.Sum64()
+}
+
+// mixKey combines a partition key with a record print: a print's hash is
+// xxhash64 already, so one multiply-and-xor mixes them well enough for a
+// map key (two records would have to collide in 64 bits).
+func mixKey(part, print uint64) uint64 {
+	return print ^ (part*0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019)
+}
+
+func (rs *recState) newCarrier() int32 {
+	if n := len(rs.freeC); n > 0 {
+		ci := rs.freeC[n-1]
+		rs.freeC = rs.freeC[:n-1]
+		return ci
+	}
+	rs.carriers = append(rs.carriers, carrier{})
+	return int32(len(rs.carriers) - 1)
+}
+
+func (rs *recState) release(ci int32) {
+	c := &rs.carriers[ci]
+	if c.refs--; c.refs == 0 {
+		*c = carrier{}
+		rs.freeC = append(rs.freeC, ci)
+	}
+}
+
+func (rs *recState) newDup(key, print uint64) int32 {
+	var i int32
+	if n := len(rs.freeD); n > 0 {
+		i = rs.freeD[n-1]
+		rs.freeD = rs.freeD[:n-1]
+	} else {
+		rs.dups = append(rs.dups, recDup{})
+		i = int32(len(rs.dups) - 1)
+	}
+	dp := &rs.dups[i]
+	*dp = recDup{key: key, print: print, copies: dp.copies[:0], gen: dp.gen + 1, live: true}
+	return i
+}
+
+// freeDup forgets a duplicate and its copies' carriers.
+func (rs *recState) freeDup(i int32) {
+	dp := &rs.dups[i]
+	for _, c := range dp.copies {
+		rs.release(c.carrier)
+	}
+	dp.copies = dp.copies[:0]
+	dp.live = false
+	dp.gen++
+	rs.freeD = append(rs.freeD, i)
+}
+
+// expireRecords forgets the prints whose newest copy is older than the
+// window, after deciding the duplicates that are due.
+func (d *Detector) expireRecords() {
+	rs := d.recs
+	if rs == nil {
+		return
+	}
+	d.decideRecords(false)
+	d.groupDecided(true)
+	cutoff := d.newest - d.window
+	for rs.head < len(rs.order) {
+		q := rs.order[rs.head]
+		e, ok := rs.entries[q.key]
+		if !ok || e.last != q.time {
+			rs.head++ // stale: forgotten, or seen again since
+			continue
+		}
+		if q.time >= cutoff {
+			break
+		}
+		rs.head++
+		d.forgetEntry(q.key, e)
+	}
+	rs.compact()
+	d.groupDecided(true)
+}
+
+// evictRecord forgets the print touched least recently (Options.MaxRecords
+// reached), deciding its duplicate, and every other one waiting, now; it
+// reports whether there was one.
+func (d *Detector) evictRecord() bool {
+	rs := d.recs
+	for rs.head < len(rs.order) {
+		q := rs.order[rs.head]
+		rs.head++
+		e, ok := rs.entries[q.key]
+		if !ok || e.last != q.time {
+			continue
+		}
+		d.stats.RecordsEvicted++
+		if e.dup >= 0 && rs.dups[e.dup].pending {
+			// Decide every duplicate waiting now, so that the records of
+			// one re-sent batch, evicted one by one, still make one
+			// finding rather than one each.
+			d.decideRecords(true)
+		}
+		d.forgetEntry(q.key, e)
+		d.groupDecided(true)
+		return true
+	}
+	return false
+}
+
+// forgetEntry drops one print; its duplicate, if any, is decided now if a
+// copy came since its last report, and freed once reported.
+func (d *Detector) forgetEntry(key uint64, e recEntry) {
+	rs := d.recs
+	delete(rs.entries, key)
+	rs.release(e.carrier)
+	if e.dup < 0 {
+		return
+	}
+	dp := &rs.dups[e.dup]
+	dp.live = false
+	switch {
+	case dp.pending:
+		rs.decide(e.dup)
+	case !dp.queued:
+		rs.freeDup(e.dup) // grouping frees a queued one
+	}
+}
+
+// decideRecords moves the duplicates whose newest copy is older than
+// Window (with Live: Settle) to rs.decided; all, with flush.
+func (d *Detector) decideRecords(flush bool) {
+	rs := d.recs
+	wait := d.window
+	if d.opts.Live {
+		wait = min(d.settle, d.window)
+	}
+	cutoff := d.newest - wait
+	for rs.dhead < len(rs.decideQ) {
+		q := rs.decideQ[rs.dhead]
+		dp := &rs.dups[q.dup]
+		if dp.gen != q.gen || !dp.pending {
+			rs.dhead++ // stale: another copy came, or decided already
+			continue
+		}
+		if !flush && q.time >= cutoff {
+			break
+		}
+		rs.dhead++
+		rs.decide(q.dup)
+	}
+}
+
+// decide queues duplicate i to be grouped into a finding.
+func (rs *recState) decide(i int32) {
+	dp := &rs.dups[i]
+	dp.pending = false
+	dp.queued = true
+	rs.decided = append(rs.decided, i)
+}
+
+// compact drops the consumed heads of the queues once they are half the
+// slices, so memory follows what is remembered.
+func (rs *recState) compact() {
+	if rs.head > 1024 && rs.head*2 > len(rs.order) {
+		rs.order = append(rs.order[:0], rs.order[rs.head:]...)
+		rs.head = 0
+	}
+	if rs.dhead > 1024 && rs.dhead*2 > len(rs.decideQ) {
+		rs.decideQ = append(rs.decideQ[:0], rs.decideQ[rs.dhead:]...)
+		rs.dhead = 0
+	}
+}
+
+// flushRecords decides every duplicate and forgets every print.
+func (d *Detector) flushRecords() {
+	rs := d.recs
+	if rs == nil {
+		return
+	}
+	d.decideRecords(true)
+	d.groupDecided(false)
+	for k, e := range rs.entries {
+		d.forgetEntry(k, e)
+	}
+	rs.order, rs.head = rs.order[:0], 0
+	rs.decideQ, rs.dhead = rs.decideQ[:0], 0
+	d.groupDecided(false)
+}

@@ -1,0 +1,227 @@
+package detect
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kdupcap/kdupcap/decode"
+)
+
+// recs is a non-idempotent batch holding the records named by content
+// hashes, at offset deltas 0..n-1; crc tells its bytes apart.
+func recs(crc uint32, hashes ...uint64) decode.Batch {
+	b := plain(crc)
+	b.NumRecords = int32(len(hashes))
+	b.LastOffsetDelta = b.NumRecords - 1
+	p := make([]decode.RecordPrint, len(hashes))
+	for i, h := range hashes {
+		p[i] = decode.RecordPrint{Hash: h, OffsetDelta: int32(i), Index: int32(i)}
+	}
+	b.SetRecordPrints(p)
+	return b
+}
+
+// copyOffsets is every record's copies' offsets, in record order.
+func copyOffsets(f Finding) [][]int64 {
+	var out [][]int64
+	for _, r := range f.Records {
+		var offs []int64
+		for _, c := range r.Copies {
+			offs = append(offs, c.Offset)
+		}
+		out = append(out, offs)
+	}
+	return out
+}
+
+func TestRecordMatching(t *testing.T) {
+	tests := []struct {
+		name      string
+		all       bool // Options.AllRecords
+		exchanges []*decode.Exchange
+		want      []Finding // Kind, Verdict, BatchRelation, NumRecords, RecordsOmitted
+		offsets   [][][]int64
+	}{
+		{
+			// segmentio/kafka-go: the same records re-encoded (new
+			// timestamps, new CRC) after REQUEST_TIMED_OUT.
+			name: "rebuilt after a broker error",
+			exchanges: []*decode.Exchange{
+				ex(conn1, 1, 0, 10, 0, 0, recs(0xa, 1, 2, 3)),
+				ex(conn1, 2, 20, 520, 7, 3, recs(0xb, 4, 5, 6)),
+				ex(conn1, 3, 600, 610, 0, 6, recs(0xc, 4, 5, 6)),
+			},
+			want:    []Finding{{Kind: KindRecordResend, Verdict: Duplicated, BatchRelation: RelationRebuilt, NumRecords: 3}},
+			offsets: [][][]int64{{{3, 6}, {4, 7}, {5, 8}}},
+		},
+		{
+			// sarama: the retried record first in a new batch with newer
+			// ones; its first attempt was rejected before the append.
+			name: "re-batched after a rejection",
+			exchanges: []*decode.Exchange{
+				ex(conn1, 1, 0, 10, 6, -1, recs(0xa, 1)),
+				ex(conn1, 2, 100, 110, 0, 0, recs(0xb, 1, 2, 3)),
+			},
+			want:    []Finding{{Kind: KindRecordResend, Verdict: Single, BatchRelation: RelationRebatched, NumRecords: 1}},
+			offsets: [][][]int64{{{-1, 0}}},
+		},
+		{
+			// Unanswered, then re-sent rebuilt on a new connection.
+			name: "rebuilt after the connection closed",
+			exchanges: []*decode.Exchange{
+				noResp(ex(conn1, 1, 0, noAnswer, 0, 0, recs(0xa, 1, 2)), noResponseClosed),
+				ex(conn2, 1, 100, 110, 0, 5, recs(0xb, 1, 2)),
+			},
+			want:    []Finding{{Kind: KindRecordResend, Verdict: Unconfirmed, BatchRelation: RelationRebuilt, NumRecords: 2, Scope: ScopeClient}},
+			offsets: [][][]int64{{{-1, 5}, {-1, 6}}},
+		},
+		{
+			// Both answered with success: only AllRecords looks.
+			name: "application duplicate, not looked for",
+			exchanges: []*decode.Exchange{
+				ex(conn1, 1, 0, 10, 0, 0, recs(0xa, 1)),
+				ex(conn1, 2, 100, 110, 0, 1, recs(0xb, 1)),
+			},
+		},
+		{
+			name: "application duplicate",
+			all:  true,
+			exchanges: []*decode.Exchange{
+				ex(conn1, 1, 0, 10, 0, 0, recs(0xa, 1, 9)),
+				ex(conn1, 2, 100, 110, 0, 2, recs(0xb, 1)),
+			},
+			want:    []Finding{{Kind: KindRecordDuplicate, Verdict: Duplicated, BatchRelation: RelationRebatched, NumRecords: 1}},
+			offsets: [][][]int64{{{0, 2}}},
+		},
+		{
+			// The same bytes again: the batch finding says it all.
+			name: "same bytes is a batch finding only",
+			all:  true,
+			exchanges: []*decode.Exchange{
+				ex(conn1, 1, 0, 520, 7, 0, recs(0xa, 1, 2)),
+				ex(conn1, 2, 600, 610, 0, 2, recs(0xa, 1, 2)),
+			},
+			want: []Finding{{Kind: KindBatch, Verdict: Duplicated}},
+		},
+		{
+			// Another partition is another record.
+			name: "other partition",
+			exchanges: []*decode.Exchange{
+				ex(conn1, 1, 0, 520, 7, 0, recs(0xa, 1)),
+				ex(conn1, 2, 600, 610, 0, 0, part(recs(0xb, 1), 1)),
+			},
+		},
+		{
+			// Far past the failure's window, a batch is not matched.
+			name: "after the window",
+			exchanges: []*decode.Exchange{
+				ex(conn1, 1, 0, 520, 7, 0, recs(0xa, 1)),
+				ex(conn1, 2, 11*60*1000, 11*60*1000+10, 0, 1, recs(0xb, 1)),
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := New(Options{AllRecords: tt.all})
+			for _, x := range tt.exchanges {
+				d.Produce(x)
+			}
+			got := d.Flush()
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %d findings, want %d: %+v", len(got), len(tt.want), got)
+			}
+			for i, w := range tt.want {
+				g := got[i]
+				if g.Kind != w.Kind || g.Verdict != w.Verdict || g.BatchRelation != w.BatchRelation {
+					t.Errorf("finding %d: kind %s verdict %s relation %q, want %s %s %q (%s)", i, g.Kind, g.Verdict, g.BatchRelation,
+						w.Kind, w.Verdict, w.BatchRelation, g.Reason)
+				}
+				if w.Kind == KindBatch {
+					continue
+				}
+				if g.NumRecords != w.NumRecords || g.Match != MatchRecords {
+					t.Errorf("finding %d: %d records matched by %s, want %d by records", i, g.NumRecords, g.Match, w.NumRecords)
+				}
+				if w.Scope != "" && g.Scope != w.Scope {
+					t.Errorf("finding %d: scope %s, want %s", i, g.Scope, w.Scope)
+				}
+				if o := copyOffsets(g); !slices.EqualFunc(o, tt.offsets[i], slices.Equal) {
+					t.Errorf("finding %d: copies at %v, want %v", i, o, tt.offsets[i])
+				}
+				for _, a := range g.Attempts {
+					if a.Batch == nil {
+						t.Errorf("finding %d: attempt %d has no batch", i, a.CorrelationID)
+					}
+				}
+			}
+			s := d.Stats()
+			if s.RecordFindings != int64(len(tt.want))-int64(countKind(tt.want, KindBatch)) {
+				t.Errorf("RecordFindings %d", s.RecordFindings)
+			}
+		})
+	}
+}
+
+func countKind(fs []Finding, k Kind) int {
+	n := 0
+	for _, f := range fs {
+		if f.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRecordMatchingBounded: the prints remembered stay under MaxRecords,
+// and a finding lists at most MaxFindingRecords records.
+func TestRecordMatchingBounded(t *testing.T) {
+	d := New(Options{AllRecords: true, MaxRecords: 1000})
+	var hashes []uint64
+	for i := range 3 * MaxFindingRecords {
+		hashes = append(hashes, uint64(i)+1)
+	}
+	d.Produce(ex(conn1, 1, 0, 520, 7, 0, recs(0xa, hashes...)))
+	d.Produce(ex(conn1, 2, 600, 610, 0, 300, recs(0xb, hashes...)))
+	for i := range 5000 {
+		d.Produce(ex(conn1, int32(3+i), float64(700+i), float64(701+i), 0, int64(600+i), recs(uint32(0x100+i), uint64(1_000_000+i))))
+		if n := len(d.recs.entries); n > 1000 {
+			t.Fatalf("%d prints remembered, MaxRecords 1000", n)
+		}
+	}
+	got := d.Flush()
+	if len(got) != 1 {
+		t.Fatalf("got %d findings", len(got))
+	}
+	f := got[0]
+	if len(f.Records) != MaxFindingRecords || f.RecordsOmitted != 2*MaxFindingRecords || f.NumRecords != 3*MaxFindingRecords {
+		t.Errorf("records %d, omitted %d, count %d", len(f.Records), f.RecordsOmitted, f.NumRecords)
+	}
+	if s := d.Stats(); s.RecordsEvicted == 0 {
+		t.Error("no print evicted")
+	}
+	if len(d.recs.entries) != 0 || len(d.recs.freeC) != len(d.recs.carriers) {
+		t.Errorf("after Flush: %d prints, %d of %d carriers free", len(d.recs.entries), len(d.recs.freeC), len(d.recs.carriers))
+	}
+}
+
+// TestRecordMatchingLive: a record-level finding is reported once Settle
+// passed after its last copy, and again, revised, when another copy comes.
+func TestRecordMatchingLive(t *testing.T) {
+	var reported []Finding
+	d := New(Options{Live: true, Settle: time.Second, OnFinding: func(f Finding) { reported = append(reported, f) }})
+	d.Produce(ex(conn1, 1, 0, 520, 7, 0, recs(0xa, 1)))
+	d.Produce(ex(conn1, 2, 600, 1120, 7, 1, recs(0xb, 1)))
+	d.Advance(ms(3000))
+	if len(reported) != 1 || reported[0].Revision != 0 || len(reported[0].Attempts) != 2 {
+		t.Fatalf("after settle: %+v", reported)
+	}
+	d.Produce(ex(conn1, 3, 3200, 3210, 0, 2, recs(0xc, 1)))
+	d.Flush()
+	if len(reported) != 2 || reported[1].Revision != 1 || len(reported[1].Attempts) != 3 || reported[1].Verdict != Duplicated {
+		t.Fatalf("after the third copy: %+v", reported)
+	}
+	if s := d.Stats(); s.RecordFindings != 1 || s.Revisions != 1 || s.ByVerdict[Duplicated] != 1 {
+		t.Errorf("stats %+v", s)
+	}
+}
