@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -23,8 +24,9 @@ type AppTwice struct {
 // partition 0 through a non-idempotent kgo producer (acks=all, no
 // compression), one record a request, each awaited before the next. Value i
 // has key "key-<i>" and one header "app"="<i>"; the values at a.Twice are
-// produced again, the same key, value and header, right after their first
-// copy succeeded. No fault is needed: both copies are answered with
+// produced again, the same key, value and header, 2ms after their first
+// copy succeeded (so with another timestamp: the two batches differ in
+// bytes and CRC, only the records are the same). No fault is needed: both copies are answered with
 // success, and the log holds both.
 func AppTwiceProduce(a AppTwice) ProduceFunc {
 	twice := a.Twice
@@ -53,7 +55,12 @@ func AppTwiceProduce(a AppTwice) ProduceFunc {
 			if slices.Contains(twice, i) {
 				n = 2
 			}
-			for range n {
+			for c := range n {
+				if c > 0 {
+					// A later millisecond: the copy's timestamp, and so
+					// its batch's bytes, differ from the first's.
+					time.Sleep(2 * time.Millisecond)
+				}
 				r := &kgo.Record{
 					Key:     []byte("key-" + strconv.Itoa(i)),
 					Value:   []byte(v),
