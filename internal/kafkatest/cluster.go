@@ -24,6 +24,7 @@ type Cluster struct {
 	gen      int   // bumped by SetFaults, so connections restart their counts
 	events   []Event
 	topicIDs map[[16]byte]string
+	legacy   bool // advertise Produce and Fetch from v0
 }
 
 // NewCluster starts a one-broker kfake cluster on a free port of 127.0.0.1
@@ -72,6 +73,25 @@ func (c *Cluster) SetFaults(faults ...Fault) error {
 	c.faulted = make([]int, len(faults))
 	c.gen++
 	return nil
+}
+
+// SetLegacyVersions makes the broker's ApiVersions responses advertise
+// Produce and Fetch from version 0, as Kafka brokers before 4.0 (KIP-896)
+// did, while kfake still serves only its own versions. librdkafka before
+// 2.8 (Debian's kcat has 2.0.2) sends gzip, snappy and lz4 batches
+// uncompressed to a broker whose Produce starts at v3 ("Broker does not
+// support compression type gzip: not compressing batch", librdkafka issue
+// #4956); with this it compresses them.
+func (c *Cluster) SetLegacyVersions(on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.legacy = on
+}
+
+func (c *Cluster) legacyVersions() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.legacy
 }
 
 // Addr is the broker's host:port.

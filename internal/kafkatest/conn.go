@@ -139,6 +139,11 @@ func (w *conn) respond(frame []byte) error {
 	if mreq, isMeta := pd.req.(*kmsg.MetadataRequest); isMeta {
 		w.learn(frame, mreq)
 	}
+	if areq, isAV := pd.req.(*kmsg.ApiVersionsRequest); isAV && w.c.legacyVersions() {
+		if out, err := legacyVersions(frame, areq, corr); err == nil {
+			frame = out
+		}
+	}
 	preq, isProduce := pd.req.(*kmsg.ProduceRequest)
 	if !isProduce || !pd.faulted {
 		_, err := w.Conn.Write(frame)
@@ -235,6 +240,29 @@ func timedOut(frame []byte, req *kmsg.ProduceRequest, corr int32) ([]byte, error
 			if req.Version >= 8 {
 				p.ErrorMessage = &msg
 			}
+		}
+	}
+	return kwire.AppendResponse(nil, corr, resp), nil
+}
+
+// legacyVersions re-encodes an ApiVersions response so that it advertises
+// Produce and Fetch from version 0, as Kafka brokers before 4.0 (KIP-896)
+// did. The requests themselves still need kfake's versions.
+func legacyVersions(frame []byte, req *kmsg.ApiVersionsRequest, corr int32) ([]byte, error) {
+	body, err := responseBody(frame, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	if err := resp.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("kafkatest: parse api versions response v%d corr %d: %w", req.Version, corr, err)
+	}
+	if resp.ErrorCode != 0 {
+		return nil, fmt.Errorf("kafkatest: api versions response corr %d has error %d", corr, resp.ErrorCode)
+	}
+	for i := range resp.ApiKeys {
+		if k := &resp.ApiKeys[i]; k.ApiKey == int16(kmsg.Produce) || k.ApiKey == int16(kmsg.Fetch) {
+			k.MinVersion = 0
 		}
 	}
 	return kwire.AppendResponse(nil, corr, resp), nil

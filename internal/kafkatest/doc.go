@@ -19,15 +19,23 @@
 //   - [Produce] writes records with distinct values through a kgo producer
 //     configured by a [Producer]; [ReadBack] fetches every partition of a topic
 //     and returns its batches and records, and which values the log holds more
-//     than once. [KcatProduce] writes through librdkafka's kcat instead.
+//     than once, decompressing compressed batches and keeping each record's
+//     key, headers and timestamp (a record's identity is its key, value and
+//     headers). [KcatProduce] and [KcatCompressed] write through librdkafka's
+//     kcat instead, [SaramaProduce] through IBM/sarama, [KafkaGoProduce]
+//     through segmentio/kafka-go, and [AppTwiceProduce] is a kgo application
+//     that produces some records twice. Their doc comments say what each
+//     client does on a retry, as measured here: librdkafka and kgo re-send
+//     the same bytes, kafka-go rebuilds the batch (new timestamps, new CRC),
+//     sarama re-batches the retried records with newer ones.
 //   - [Run] does all of it for one [Scenario] and returns a [Result]: the
 //     faults applied, the capture file and the log read back.
 //
 // # Imports
 //
-// It imports kfake, kgo and kmsg, and must never import kdupcap's own
-// packages (capture, decode, detect, report): the harness judges them, it
-// must not share their code or their mistakes.
+// It imports kfake, kgo, kmsg, sarama and kafka-go, and must never import
+// kdupcap's own packages (capture, decode, detect, report): the harness
+// judges them, it must not share their code or their mistakes.
 //
 // # Bytes and bad input
 //

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -35,31 +37,74 @@ type Batch struct {
 	ProducerEpoch int16
 	FirstSequence int32
 	CRC           uint32
+	// Codec is the batch's compression codec: 0 none, 1 gzip, 2 snappy,
+	// 3 lz4, 4 zstd.
+	Codec int8
 }
 
-// Record is one record as fetched.
+// Record is one record as fetched. Key, Value and Headers are its identity.
 type Record struct {
 	Offset          int64
 	BatchBaseOffset int64
-	Value           string
+	// Timestamp is the record's time in Unix milliseconds: the batch's
+	// first timestamp plus the record's delta.
+	Timestamp int64
+	Key       string
+	Value     string
+	// KeyNull says the key is null rather than empty.
+	KeyNull bool
+	Headers []Header
 }
 
-// Copies is every copy the log holds of one record value in one partition.
+// Header is one record header.
+type Header struct {
+	Key   string
+	Value string
+}
+
+// Copies is every copy the log holds of one record in one partition: the
+// records with the same key, value and headers (the timestamp is not part
+// of a record's identity: clients that rebuild a retry restamp it).
 type Copies struct {
 	Partition int32
 	Value     string
 	Records   []Record // ascending offsets
 }
 
-// Copies groups a partition's records by value, in order of first offset.
+// Identity is the record's key, value and headers, encoded unambiguously: two
+// records are copies of one another when their identities are equal.
+func (r Record) Identity() string {
+	var b strings.Builder
+	field := func(s string) {
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+	}
+	if r.KeyNull {
+		b.WriteString("-")
+	} else {
+		field(r.Key)
+	}
+	field(r.Value)
+	b.WriteString(strconv.Itoa(len(r.Headers)))
+	for _, h := range r.Headers {
+		field(h.Key)
+		field(h.Value)
+	}
+	return b.String()
+}
+
+// Copies groups a partition's records by identity (key, value, headers), in
+// order of first offset.
 func (p PartitionLog) Copies() []Copies {
 	idx := make(map[string]int)
 	var out []Copies
 	for _, r := range p.Records {
-		i, ok := idx[r.Value]
+		id := r.Identity()
+		i, ok := idx[id]
 		if !ok {
 			i = len(out)
-			idx[r.Value] = i
+			idx[id] = i
 			out = append(out, Copies{Partition: p.Partition, Value: r.Value})
 		}
 		out[i].Records = append(out[i].Records, r)
@@ -77,7 +122,7 @@ func (p PartitionLog) BatchAt(base int64) (Batch, bool) {
 	return Batch{}, false
 }
 
-// Copies returns the copies of every record value of every partition.
+// Copies returns the copies of every record of every partition.
 func (l *Log) Copies() []Copies {
 	var out []Copies
 	for _, p := range l.Partitions {
@@ -86,7 +131,7 @@ func (l *Log) Copies() []Copies {
 	return out
 }
 
-// Duplicates returns the record values the log holds more than once.
+// Duplicates returns the records (by identity) the log holds more than once.
 func (l *Log) Duplicates() []Copies {
 	var out []Copies
 	for _, c := range l.Copies() {
@@ -112,7 +157,8 @@ const maxFetches = 10000
 
 // ReadBack fetches every partition of topic from the broker at addr, from
 // offset 0 to the high watermark, with raw Fetch requests so that the batch
-// structure is kept. Batches must be uncompressed.
+// structure is kept. Compressed batches are decompressed with kgo's
+// DefaultDecompressor.
 func ReadBack(ctx context.Context, addr, topic string) (*Log, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
@@ -136,8 +182,9 @@ func ReadBack(ctx context.Context, addr, topic string) (*Log, error) {
 		return nil, fmt.Errorf("kafkatest: read back %s: metadata: %w", topic, err)
 	}
 	log := &Log{Topic: topic, TopicID: mtopic.TopicID}
+	dec := kgo.DefaultDecompressor()
 	for _, mp := range mtopic.Partitions {
-		pl, err := readPartition(ctx, cl.Broker(int(mp.Leader)), log, mp.Partition)
+		pl, err := readPartition(ctx, cl.Broker(int(mp.Leader)), log, mp.Partition, dec)
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +194,7 @@ func ReadBack(ctx context.Context, addr, topic string) (*Log, error) {
 	return log, nil
 }
 
-func readPartition(ctx context.Context, br *kgo.Broker, log *Log, partition int32) (PartitionLog, error) {
+func readPartition(ctx context.Context, br *kgo.Broker, log *Log, partition int32, dec kgo.Decompressor) (PartitionLog, error) {
 	pl := PartitionLog{Partition: partition}
 	var offset int64
 	for range maxFetches {
@@ -178,7 +225,7 @@ func readPartition(ctx context.Context, br *kgo.Broker, log *Log, partition int3
 		if offset >= rp.HighWatermark {
 			return pl, nil
 		}
-		next, err := pl.addBatches(rp.RecordBatches, offset)
+		next, err := pl.addBatches(rp.RecordBatches, offset, dec)
 		if err != nil {
 			return pl, fmt.Errorf("kafkatest: read back %s/%d: %w", log.Topic, partition, err)
 		}
@@ -191,8 +238,9 @@ func readPartition(ctx context.Context, br *kgo.Broker, log *Log, partition int3
 }
 
 // addBatches appends the whole v2 batches of a fetch at or past from and
-// returns the offset after the last one (from if none was whole).
-func (pl *PartitionLog) addBatches(b []byte, from int64) (int64, error) {
+// returns the offset after the last one (from if none was whole); dec
+// decompresses compressed batches.
+func (pl *PartitionLog) addBatches(b []byte, from int64, dec kgo.Decompressor) (int64, error) {
 	next := from
 	for len(b) >= 17 {
 		length := int32(binary.BigEndian.Uint32(b[8:]))
@@ -219,24 +267,40 @@ func (pl *PartitionLog) addBatches(b []byte, from int64) (int64, error) {
 			ProducerEpoch: rb.ProducerEpoch,
 			FirstSequence: rb.FirstSequence,
 			CRC:           uint32(rb.CRC),
+			Codec:         int8(rb.Attributes & 0x07),
 		})
 		next = end
 		if rb.Attributes&0x20 != 0 {
 			continue // control batch: no data records
 		}
+		data := rb.Records
 		if codec := rb.Attributes & 0x07; codec != 0 {
-			return next, fmt.Errorf("batch at offset %d is compressed (codec %d)", rb.FirstOffset, codec)
+			if codec > 4 {
+				return next, fmt.Errorf("batch at offset %d: unknown codec %d", rb.FirstOffset, codec)
+			}
+			var err error
+			data, err = dec.Decompress(rb.Records, kgo.CompressionCodecType(codec))
+			if err != nil {
+				return next, fmt.Errorf("batch at offset %d: decompress codec %d: %w", rb.FirstOffset, codec, err)
+			}
 		}
-		recs, err := records(rb.Records, int(rb.NumRecords))
+		recs, err := records(data, int(rb.NumRecords))
 		if err != nil {
 			return next, fmt.Errorf("batch at offset %d: %w", rb.FirstOffset, err)
 		}
 		for _, r := range recs {
-			pl.Records = append(pl.Records, Record{
+			rec := Record{
 				Offset:          rb.FirstOffset + int64(r.OffsetDelta),
 				BatchBaseOffset: rb.FirstOffset,
+				Timestamp:       rb.FirstTimestamp + r.TimestampDelta64,
+				Key:             string(r.Key),
+				KeyNull:         r.Key == nil,
 				Value:           string(r.Value),
-			})
+			}
+			for _, h := range r.Headers {
+				rec.Headers = append(rec.Headers, Header{Key: h.Key, Value: string(h.Value)})
+			}
+			pl.Records = append(pl.Records, rec)
 		}
 	}
 	return next, nil

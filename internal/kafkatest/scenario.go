@@ -25,6 +25,9 @@ type Scenario struct {
 	Producer Producer
 	// Produce, if set, replaces the kgo producer (e.g. KcatProduce).
 	Produce ProduceFunc
+	// LegacyVersions advertises Produce and Fetch from v0, for librdkafka's
+	// gzip, snappy and lz4 (see Cluster.SetLegacyVersions).
+	LegacyVersions bool
 }
 
 // Result is what a Scenario left behind.
@@ -49,6 +52,7 @@ func Run(ctx context.Context, s Scenario, pcap string) (*Result, error) {
 		return nil, err
 	}
 	defer c.Close()
+	c.SetLegacyVersions(s.LegacyVersions)
 
 	res := &Result{Values: Values(s.Name, s.Records), Port: c.Port()}
 	var capt *Capture
