@@ -68,8 +68,13 @@ func (l *linesWriter) Finding(f detect.Finding) error {
 	for i, o := range f.AppendedOffsets {
 		offs[i] = itoa(o)
 	}
+	verdict := strings.ToUpper(string(f.Verdict))
+	if k := kindOf(&f); k != detect.KindBatch {
+		// A record-level finding: its kind, and how many records.
+		verdict += " " + strings.ToUpper(string(k)) + " " + plural(int64(f.NumRecords), "record") + " " + string(f.BatchRelation)
+	}
 	fmt.Fprintf(b, "%s %s %s/%d %s -> %s client.id %s pid %d crc %s attempts %s%s offsets %s: %s\n",
-		when, strings.ToUpper(string(f.Verdict)), printable(topicName(&f)), f.Partition,
+		when, verdict, printable(topicName(&f)), f.Partition,
 		f.Client, f.Broker, clientIDText(f.ClientID), f.ProducerID, formatCRC(f.BatchCRC),
 		orDash(strings.Join(ids, ",")), across, orDash(strings.Join(offs, ",")), printable(f.Reason))
 	if _, err := l.w.Write(b.Bytes()); err != nil {

@@ -109,13 +109,18 @@ type recAnalysis struct {
 	summary cliSummary
 }
 
-// analyzeRecordLevel runs `kdupcap analyze --format json --records 100 pcap`,
-// which must succeed, and parses every line: batch findings, record-level
-// findings, one summary last.
-func analyzeRecordLevel(t *testing.T, pcap string) recAnalysis {
+// analyzeRecordLevel runs `kdupcap analyze --format json --records 100 pcap`
+// (with --app-duplicates for an application's duplicates, which default
+// runs do not look for), which must succeed, and parses every line: batch
+// findings, record-level findings, one summary last.
+func analyzeRecordLevel(t *testing.T, pcap string, appDuplicates bool) recAnalysis {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"analyze", "--format", "json", "--records", "100", pcap}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+	args := []string{"analyze", "--format", "json", "--records", "100", pcap}
+	if appDuplicates {
+		args = append(args, "--app-duplicates")
+	}
+	if code := run(args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
 		t.Fatalf("kdupcap analyze exited %d: %s", code, stderr.String())
 	}
 	a, sawSummary := parseRecordLines(t, &stdout)
@@ -228,7 +233,7 @@ func TestRecordLevel(t *testing.T) {
 			res, pcap := runCaptured(t, s, 20*time.Second)
 			t.Logf("%d faults applied, log of %s: %s", len(res.Events), s.Topic, describeLog(res.Log))
 			checkRecordHarness(t, res, tt.appTwice)
-			a := analyzeRecordLevel(t, pcap)
+			a := analyzeRecordLevel(t, pcap, tt.appTwice)
 			t.Logf("%d batch findings, %d record-level findings", len(a.batch), len(a.records))
 			checkRecordFindings(t, res, a, tt.sameBytes, tt.appTwice)
 		})
