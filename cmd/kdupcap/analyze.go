@@ -141,6 +141,7 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		out = report.NewTable(stdout)
 	}
 
+	prof := detect.NewProfiler(detect.ProfilerOptions{})
 	p := newPipeline(pipelineOptions{
 		ports:       cfg.ports,
 		sniff:       cfg.sniff,
@@ -148,6 +149,7 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		idleTimeout: cfg.idleTimeout,
 		scope:       cfg.scope,
 		records:     cfg.records,
+		observe:     prof.Produce,
 	})
 	var inputErrs []string
 	for _, err := range p.readFiles(cfg.files, cfg.skew, stdin) {
@@ -161,6 +163,10 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "kdupcap: writing output: %v\n", err)
 			return exitFailure
 		}
+	}
+	if err := writeProducers(out, prof, findings); err != nil {
+		fmt.Fprintf(stderr, "kdupcap: writing output: %v\n", err)
+		return exitFailure
 	}
 	sum := p.summary(cfg.files, inputErrs)
 	if err := out.Summary(sum); err != nil {
