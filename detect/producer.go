@@ -72,7 +72,9 @@ type Producer struct {
 	// Causes counts the re-sends by cause (and broker error), most first.
 	Causes []CauseCount
 	// Unretried counts batches answered with a retriable error that were
-	// never sent again, by error, most first.
+	// never sent again, by error, most first; only when the producer sent
+	// a request after the last such answer (else the capture may simply
+	// have ended before the retries).
 	Unretried []ErrorCount
 
 	// Diagnosis says in plain words why it re-sent and what would have
@@ -140,6 +142,10 @@ type producerState struct {
 	codecs   uint32 // bit per codec 0..7
 	records  int64
 	errSends map[string]int64 // batch sends answered with a retriable error
+	// lastRequest is the latest request time, lastError the latest time
+	// of an answer with a retriable error: unretried errors are told only
+	// when the producer went on sending after the last of them.
+	lastRequest, lastError time.Time
 	all, ok  Sketch           // latency over every broker
 }
 
@@ -210,6 +216,9 @@ func (pr *Profiler) Produce(x *decode.Exchange) {
 		p.TransactionalIDs = addDistinct(p.TransactionalIDs, *x.TransactionalID)
 	}
 	p.MaxInFlight = max(p.MaxInFlight, x.InFlight)
+	if x.RequestTime.After(s.lastRequest) {
+		s.lastRequest = x.RequestTime
+	}
 	ok := x.Responded
 	for i := range x.Batches {
 		b := &x.Batches[i]
@@ -226,6 +235,9 @@ func (pr *Profiler) Produce(x *decode.Exchange) {
 					s.errSends = make(map[string]int64)
 				}
 				s.errSends[ErrorName(r.ErrorCode)]++
+				if x.ResponseTime.After(s.lastError) {
+					s.lastError = x.ResponseTime
+				}
 			}
 		}
 	}
@@ -333,6 +345,9 @@ func (pr *Profiler) Producers(findings []Finding) []Producer {
 			}
 		}
 		for err, n := range s.errSends {
+			if !s.lastRequest.After(s.lastError) {
+				break // the capture may have ended before the retries
+			}
 			if left := n - r.retried[err]; left > 0 {
 				p.Unretried = append(p.Unretried, ErrorCount{Error: err, Count: left})
 			}

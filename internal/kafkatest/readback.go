@@ -35,6 +35,8 @@ type Batch struct {
 	ProducerEpoch int16
 	FirstSequence int32
 	CRC           uint32
+	// Attributes are the batch's: bits 0-2 the compression codec.
+	Attributes int16
 }
 
 // Record is one record as fetched.
@@ -112,7 +114,8 @@ const maxFetches = 10000
 
 // ReadBack fetches every partition of topic from the broker at addr, from
 // offset 0 to the high watermark, with raw Fetch requests so that the batch
-// structure is kept. Batches must be uncompressed.
+// structure is kept; compressed batches are decompressed to read their
+// records.
 func ReadBack(ctx context.Context, addr, topic string) (*Log, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
@@ -219,15 +222,20 @@ func (pl *PartitionLog) addBatches(b []byte, from int64) (int64, error) {
 			ProducerEpoch: rb.ProducerEpoch,
 			FirstSequence: rb.FirstSequence,
 			CRC:           uint32(rb.CRC),
+			Attributes:    rb.Attributes,
 		})
 		next = end
 		if rb.Attributes&0x20 != 0 {
 			continue // control batch: no data records
 		}
+		plain := rb.Records
 		if codec := rb.Attributes & 0x07; codec != 0 {
-			return next, fmt.Errorf("batch at offset %d is compressed (codec %d)", rb.FirstOffset, codec)
+			var err error
+			if plain, err = kgo.DefaultDecompressor().Decompress(plain, kgo.CompressionCodecType(codec)); err != nil {
+				return next, fmt.Errorf("batch at offset %d (codec %d): %w", rb.FirstOffset, codec, err)
+			}
 		}
-		recs, err := records(rb.Records, int(rb.NumRecords))
+		recs, err := records(plain, int(rb.NumRecords))
 		if err != nil {
 			return next, fmt.Errorf("batch at offset %d: %w", rb.FirstOffset, err)
 		}
