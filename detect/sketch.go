@@ -55,7 +55,8 @@ func (s *Sketch) Max() time.Duration { return s.max }
 
 // Quantile returns the q-quantile (0 <= q <= 1) of the durations added: the
 // geometric middle of the bucket holding the value of rank ceil(q*n), kept
-// within the exact minimum and maximum. It is 0 when empty.
+// within the exact minimum and maximum; the maximum itself for the last
+// rank. It is 0 when empty.
 func (s *Sketch) Quantile(q float64) time.Duration {
 	if s.n == 0 {
 		return 0
@@ -63,6 +64,9 @@ func (s *Sketch) Quantile(q float64) time.Duration {
 	q = min(max(q, 0), 1)
 	rank := uint64(math.Ceil(q * float64(s.n)))
 	rank = max(rank, 1)
+	if rank >= s.n {
+		return s.max
+	}
 	var seen uint64
 	for i, c := range s.counts {
 		seen += c
@@ -70,6 +74,9 @@ func (s *Sketch) Quantile(q float64) time.Duration {
 			continue
 		}
 		var v time.Duration
+		if i == sketchBuckets-1 {
+			return s.max // the last bucket is open-ended
+		}
 		if i > 0 {
 			mid := math.Exp2((float64(i) - 0.5) / sketchBucketsPerOctave)
 			v = time.Duration(mid * float64(time.Microsecond))
