@@ -146,7 +146,7 @@ type producerState struct {
 	// of an answer with a retriable error: unretried errors are told only
 	// when the producer went on sending after the last of them.
 	lastRequest, lastError time.Time
-	all, ok  Sketch           // latency over every broker
+	all, ok                Sketch // latency over every broker
 }
 
 // Profiler builds a Producer profile per producer from the exchanges it is

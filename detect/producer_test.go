@@ -27,7 +27,7 @@ func TestProfiler(t *testing.T) {
 	gzip.Attributes = 1
 	inFlight := func(n int, x *decode.Exchange) *decode.Exchange { x.InFlight = n; return x }
 	nonIdem := []*decode.Exchange{
-		inFlight(1, ex(conn1, 1, 0, 1, 7, 5, plain(0xa))), // REQUEST_TIMED_OUT after the append
+		inFlight(1, ex(conn1, 1, 0, 1, 7, 5, plain(0xa))),   // REQUEST_TIMED_OUT after the append
 		inFlight(1, ex(conn1, 2, 10, 14, 0, 6, plain(0xa))), // the re-send, appended again
 		inFlight(2, ex(conn1, 3, 20, 22, 0, 7, gzip)),
 		inFlight(1, ex(conn1, 4, 30, 33, 7, 8, plain(0xc))), // timed out, never re-sent
