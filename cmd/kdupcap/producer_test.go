@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"slices"
@@ -301,5 +302,47 @@ func checkProducerAgainstLog(t *testing.T, p cliProducer, res *kafkatest.Result,
 	}
 	if l := p.Latency[0]; delayed && (l.P50Millis < 0.95*float64(delay.Milliseconds()) || l.MaxMillis < float64(delay.Milliseconds())) {
 		t.Errorf("every answer was held %v, yet latency p50 %v ms, max %v ms", delay, l.P50Millis, l.MaxMillis)
+	}
+}
+
+// TestProducersAddUp: on every testdata capture, the producer lines agree
+// with the findings and the summary of the same run: every batch sent is
+// some producer's, every finding some producer's re-sent batch, and each
+// producer that re-sent has a diagnosis naming its counts.
+func TestProducersAddUp(t *testing.T) {
+	for _, file := range captureFiles(t) {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			res := cliAnalyze(t, nil, file)
+			ps := analyzeProducers(t, file)
+			var sends, resent, resends int64
+			verdicts := map[string]int64{}
+			for _, p := range ps {
+				sends += p.Sends
+				resent += p.Resent
+				resends += p.Resends
+				for v, n := range p.ByVerdict {
+					verdicts[v] += n
+				}
+				if p.Resends > 0 {
+					head := fmt.Sprintf("%d of %d batches re-sent", p.Resent, p.Batches)
+					if !strings.Contains(p.Diagnosis, head) {
+						t.Errorf("diagnosis does not say %q: %s", head, p.Diagnosis)
+					}
+				}
+			}
+			attempts := int64(0)
+			for _, f := range res.Findings {
+				attempts += int64(len(f.Attempts) - 1)
+			}
+			if sends != res.Summary.Batches || resent != int64(len(res.Findings)) || resends != attempts {
+				t.Errorf("producers: %d sends, %d re-sent, %d re-sends; summary %d batches, %d findings with %d re-sends",
+					sends, resent, resends, res.Summary.Batches, len(res.Findings), attempts)
+			}
+			for v, n := range res.Summary.ByVerdict {
+				if verdicts[v] != n {
+					t.Errorf("verdict %s: producers %d, summary %d", v, verdicts[v], n)
+				}
+			}
+		})
 	}
 }
