@@ -113,8 +113,10 @@ func TestProfiler(t *testing.T) {
 		c.ClientSoftwareName, c.ClientSoftwareVersion = "librdkafka", "2.0.2"
 		x := acks0(ex(&c, 1, 0, noAnswer, 0, 0, plain(0x1)))
 		y := ex(nil, 2, 1, 2, 0, 0)
+		txn := "txn-1"
+		y.TransactionalID = &txn
 		ps, _ := profile(ProfilerOptions{}, x, y)
-		if len(ps) != 2 || ps[0].SoftwareName != "librdkafka" || ps[0].SoftwareVersion != "2.0.2" || ps[0].MaxInFlight != 0 ||
+		if len(ps) != 2 || !slices.Equal(ps[1].TransactionalIDs, []string{"txn-1"}) || ps[0].SoftwareName != "librdkafka" || ps[0].SoftwareVersion != "2.0.2" || ps[0].MaxInFlight != 0 ||
 			len(ps[0].Latency) != 0 || ps[0].Diagnosis == "" {
 			t.Errorf("profiles %+v", ps)
 		}
