@@ -17,6 +17,10 @@ type ConnInfo struct {
 	DetectedBy string
 	// FirstSeen is the time of the first byte of the connection decoded.
 	FirstSeen time.Time
+	// ClientSoftwareName and ClientSoftwareVersion are what the client
+	// sent in an ApiVersions v3+ request (KIP-511) before its first
+	// ProduceRequest on the connection; empty when none was captured.
+	ClientSoftwareName, ClientSoftwareVersion string
 }
 
 // Exchange is one ProduceRequest and, when the capture holds it, its
@@ -33,6 +37,10 @@ type Exchange struct {
 	TimeoutMillis   int32
 	TransactionalID *string
 	RequestTime     time.Time // time of the packet completing the request frame
+	// InFlight is how many ProduceRequests of the connection were awaiting
+	// a response once this one was sent, itself included; 0 for acks=0,
+	// which awaits none.
+	InFlight int
 
 	// Responded is true when the response was decoded; ResponseTime is then
 	// the time of the packet completing the response frame.

@@ -25,6 +25,9 @@ func (c *Conn) request(dir *direction, frame []byte, pos int64, ts time.Time) {
 		c.produceRequest(dir, h, clientID, frame[h.size:], pos, ts)
 		return
 	}
+	if h.key == keyApiVersions {
+		c.apiVersionsRequest(dir, h, frame[h.size:], pos)
+	}
 	c.d.stats.Skipped++
 	c.push(pending{corr: h.corr, key: h.key, version: h.version, flexible: h.flexible})
 }

@@ -86,6 +86,7 @@ func (c *Conn) produceRequest(dir *direction, h requestHeader, clientID *string,
 		d.emit(x)
 		return
 	}
+	x.InFlight = c.inFlight() + 1
 	c.push(pending{corr: h.corr, key: h.key, version: h.version, flexible: h.flexible, x: x})
 }
 

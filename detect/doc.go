@@ -69,6 +69,16 @@
 // not kept once reported (unless Options.KeepFindings), so the memory of a
 // run of days is that of one Window of batches, at most MaxBatches.
 //
+// # Producers
+//
+// A Profiler, fed the same exchanges, builds one Producer profile per
+// client IP, client.id and producer ID: the settings the requests show
+// (acks, timeout, idempotence, transactional.id, most requests in flight,
+// codecs, records per batch, client software from ApiVersions), the produce
+// latency per broker in fixed-size log histograms (Sketch), and, from the
+// run's findings, its re-sends by cause and a plain-language Diagnose. Its
+// memory is bounded by ProfilerOptions.MaxProducers profiles of fixed size.
+//
 // # Bad input
 //
 // detect trusts decode's types but not their plausibility: a nil connection,

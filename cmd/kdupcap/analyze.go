@@ -145,6 +145,7 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		out = report.NewTable(stdout)
 	}
 
+	prof := detect.NewProfiler(detect.ProfilerOptions{})
 	p := newPipeline(pipelineOptions{
 		ports:       cfg.ports,
 		sniff:       cfg.sniff,
@@ -154,6 +155,7 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		records:     cfg.records,
 		recordMatch: cfg.recordMatch || cfg.appDuplicates,
 		allRecords:  cfg.appDuplicates,
+		observe:     prof.Produce,
 	})
 	var inputErrs []string
 	for _, err := range p.readFiles(cfg.files, cfg.skew, stdin) {
@@ -167,6 +169,10 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "kdupcap: writing output: %v\n", err)
 			return exitFailure
 		}
+	}
+	if err := writeProducers(out, prof, findings); err != nil {
+		fmt.Fprintf(stderr, "kdupcap: writing output: %v\n", err)
+		return exitFailure
 	}
 	sum := p.summary(cfg.files, inputErrs)
 	if err := out.Summary(sum); err != nil {

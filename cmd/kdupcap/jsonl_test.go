@@ -97,6 +97,7 @@ func parseJSONLines(t *testing.T, r io.Reader) (findings []cliFinding, sum cliSu
 	t.Helper()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 16<<20)
+	sawProducer := false
 	for sc.Scan() {
 		var head struct {
 			Type string `json:"type"`
@@ -108,7 +109,17 @@ func parseJSONLines(t *testing.T, r io.Reader) (findings []cliFinding, sum cliSu
 			t.Fatalf("line after the summary: %s", sc.Text())
 		}
 		switch head.Type {
+		case "producer":
+			// Producer lines come after the findings (producer_test.go).
+			var p cliProducer
+			if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+				t.Fatalf("producer: %v: %s", err, sc.Text())
+			}
+			sawProducer = true
 		case "duplicate":
+			if sawProducer {
+				t.Fatalf("finding after a producer line: %s", sc.Text())
+			}
 			var f cliFinding
 			if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
 				t.Fatalf("finding: %v: %s", err, sc.Text())

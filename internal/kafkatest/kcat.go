@@ -52,6 +52,11 @@ func kcatProduce(codec Codec, extra []string) ProduceFunc {
 		}
 		for _, x := range extra {
 			args = append(args, "-X", x)
+			// kcat sets the codec from -z (default none) after the -X
+			// settings, so a codec must be given there too.
+			if codec, ok := strings.CutPrefix(x, "compression.codec="); ok {
+				args = append(args, "-z", codec)
+			}
 		}
 		cmd := exec.CommandContext(ctx, "kcat", args...)
 		cmd.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")

@@ -28,6 +28,9 @@ type Producer struct {
 	// PerRequest is how many records are produced together before waiting
 	// for them: 1 (or 0) sends each record alone, one batch per request.
 	PerRequest int
+
+	// Settings beyond the defaults (see settings.go).
+	Settings
 }
 
 // Values returns n distinct record values "rec-<scenario>-<i>".
@@ -63,11 +66,18 @@ func Produce(ctx context.Context, addr, topic string, p Producer, values []strin
 	if p.TimeoutOverhead > 0 {
 		opts = append(opts, kgo.RequestTimeoutOverhead(p.TimeoutOverhead))
 	}
-	cl, err := kgo.NewClient(opts...)
+	more, err := p.Settings.opts()
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append(opts, more...)...)
 	if err != nil {
 		return fmt.Errorf("kafkatest: producer: %w", err)
 	}
 	defer cl.Close()
+	if p.Spacing > 0 {
+		return produceSpaced(ctx, cl, p, values)
+	}
 
 	parts := max(p.Partitions, 1)
 	per := max(p.PerRequest, 1)

@@ -40,6 +40,8 @@ type Batch struct {
 	// Codec is the batch's compression codec: 0 none, 1 gzip, 2 snappy,
 	// 3 lz4, 4 zstd.
 	Codec int8
+	// Attributes are the batch's: bits 0-2 the compression codec.
+	Attributes int16
 }
 
 // Record is one record as fetched. Key, Value and Headers are its identity.
@@ -268,6 +270,7 @@ func (pl *PartitionLog) addBatches(b []byte, from int64, dec kgo.Decompressor) (
 			FirstSequence: rb.FirstSequence,
 			CRC:           uint32(rb.CRC),
 			Codec:         int8(rb.Attributes & 0x07),
+			Attributes:    rb.Attributes,
 		})
 		next = end
 		if rb.Attributes&0x20 != 0 {

@@ -1,0 +1,57 @@
+package decode
+
+import (
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ApiVersions (API key 18) requests, read for the client's software:
+//
+//	v0-v2   empty body
+//	v3+     flexible (request header v2); client_software_name and
+//	        client_software_version, compact strings (KIP-511)
+//
+// The response is not read (it is only kept pending so that responses stay
+// matched); its header is v0 even when the request is flexible.
+
+// maxSoftwareBytes bounds the client software name and version kept: KIP-511
+// allows letters, digits, '.' and '-'; a real one is a few dozen bytes.
+const maxSoftwareBytes = 128
+
+// apiVersionsRequest reads the client software name and version of an
+// ApiVersions v3+ request into the connection's ConnInfo. It sets them only
+// before the connection's first ProduceRequest, since ConnInfo is shared
+// with exchanges already handed to the Sink, which decode must not change.
+func (c *Conn) apiVersionsRequest(dir *direction, h requestHeader, body []byte, pos int64) {
+	if h.version < 3 || c.info == nil || c.sum.ProduceRequests > 0 {
+		return
+	}
+	req := kmsg.ApiVersionsRequest{Version: h.version}
+	if err := req.ReadFrom(body); err != nil {
+		c.d.errorf(c, dir.fromA, pos, "api versions v%d request correlation %d: %v", h.version, h.corr, err)
+		return
+	}
+	c.info.ClientSoftwareName = softwareText(req.ClientSoftwareName)
+	c.info.ClientSoftwareVersion = softwareText(req.ClientSoftwareVersion)
+}
+
+// softwareText is decode's own copy of s, cut to maxSoftwareBytes.
+func softwareText(s string) string {
+	if len(s) > maxSoftwareBytes {
+		s = s[:maxSoftwareBytes]
+	}
+	return strings.Clone(s)
+}
+
+// inFlight is the number of ProduceRequests sent on the connection and still
+// awaiting their response, not counting the one being decoded.
+func (c *Conn) inFlight() int {
+	n := 0
+	for i := range c.pending {
+		if c.pending[i].x != nil {
+			n++
+		}
+	}
+	return n
+}

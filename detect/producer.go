@@ -1,0 +1,424 @@
+package detect
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/kdupcap/kdupcap/decode"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// DefaultMaxProducers bounds the producers a Profiler profiles when
+// ProfilerOptions.MaxProducers is 0.
+const DefaultMaxProducers = 4096
+
+// Bounds on what one producer profile lists: a producer uses one value of
+// each setting, so more are a sign of junk and are not kept.
+const (
+	maxProfileValues  = 8
+	maxProfileBrokers = 64
+)
+
+// Producer is what the capture shows of one producer, keyed by client IP,
+// client.id and producer ID: the settings read off the wire, the produce
+// latency per broker, and what its re-sends did, with a diagnosis.
+type Producer struct {
+	ClientIP   netip.Addr
+	ClientID   *string // nil: null client.id
+	ProducerID int64   // -1: not idempotent
+	// Idempotent is ProducerID >= 0.
+	Idempotent bool
+	// TransactionalIDs are the distinct transactional.ids of its requests.
+	TransactionalIDs []string
+	// SoftwareName and SoftwareVersion come from its ApiVersions v3+
+	// requests (KIP-511); empty when none was captured.
+	SoftwareName, SoftwareVersion string
+
+	// Acks and TimeoutsMillis are the distinct acks and request timeouts of
+	// its ProduceRequests, ascending (one each, unless it changed).
+	Acks           []int16
+	TimeoutsMillis []int32
+	// MaxInFlight is the most of its ProduceRequests seen awaiting a
+	// response at once on one connection; 0 when none awaited one (acks=0).
+	MaxInFlight int
+	// Codecs are the compression codecs of its batches: none, gzip,
+	// snappy, lz4, zstd (or codec-N).
+	Codecs []string
+
+	Requests int64 // ProduceRequests
+	Sends    int64 // batches sent, re-sends included
+	Batches  int64 // distinct batches: Sends less the re-sends found
+	// RecordsMean and RecordsMax are the records per batch sent.
+	RecordsMean float64
+	RecordsMax  int32
+
+	// Latency holds, per broker, the produce latency of the answered
+	// requests (request to response packet time), ordered by broker;
+	// Overall is the same over every broker (its Broker is zero).
+	Latency []BrokerLatency
+	Overall BrokerLatency
+
+	// Resent is the number of batches sent more than once (findings),
+	// Resends the attempts after the first of them.
+	Resent, Resends int64
+	// ByVerdict counts those batches by finding verdict.
+	ByVerdict map[Verdict]int64
+	// MostCopies is the most distinct offsets one duplicated batch was
+	// appended at.
+	MostCopies int
+	// Causes counts the re-sends by cause (and broker error), most first.
+	Causes []CauseCount
+	// Unretried counts batches answered with a retriable error that were
+	// never sent again, by error, most first; only when the producer sent
+	// a request after the last such answer (else the capture may simply
+	// have ended before the retries).
+	Unretried []ErrorCount
+
+	// Diagnosis says in plain words why it re-sent and what would have
+	// prevented the duplicates, each statement backed by the numbers
+	// above; empty when there is nothing to say (no re-send, no acks=0,
+	// no unretried error).
+	Diagnosis string
+
+	first time.Time // first request seen, for ordering
+	order int       // order first seen
+}
+
+// BrokerLatency is the produce latency of one producer to one broker.
+type BrokerLatency struct {
+	Broker netip.AddrPort
+	// Answered requests, and their latency quantiles and maximum, in ms.
+	Answered                        int64
+	P50Millis, P99Millis, MaxMillis float64
+	// Succeeded: the answered requests with no error for any partition,
+	// and their latency quantiles, in ms: how fast the broker appends and
+	// replicates when it does not time out.
+	Succeeded          int64
+	SucceededP50Millis float64
+	SucceededP99Millis float64
+	all, ok            *Sketch
+}
+
+// CauseCount counts the re-sends of one cause.
+type CauseCount struct {
+	Cause Cause
+	// Error is the broker error for CauseBrokerError, else empty.
+	Error string
+	Count int64
+	// MinGapMillis and MaxGapMillis bound the time from the attempt
+	// before to the re-send.
+	MinGapMillis, MaxGapMillis float64
+}
+
+// ErrorCount counts batches answered with one error.
+type ErrorCount struct {
+	Error string
+	Count int64
+}
+
+// ProfilerOptions configure a Profiler.
+type ProfilerOptions struct {
+	// MaxProducers bounds the producers profiled; the exchanges of any
+	// further producer are only counted (Profiler.Omitted). 0 means
+	// DefaultMaxProducers.
+	MaxProducers int
+}
+
+// producerKey identifies a producer.
+type producerKey struct {
+	ip         netip.Addr
+	clientID   string
+	nullID     bool
+	producerID int64
+}
+
+// producerState is what a Profiler keeps of one producer: a fixed set of
+// counters and, per broker, two fixed-size sketches.
+type producerState struct {
+	p        Producer
+	codecs   uint32 // bit per codec 0..7
+	records  int64
+	errSends map[string]int64 // batch sends answered with a retriable error
+	// lastRequest is the latest request time, lastError the latest time
+	// of an answer with a retriable error: unretried errors are told only
+	// when the producer went on sending after the last of them.
+	lastRequest, lastError time.Time
+	all, ok                Sketch // latency over every broker
+}
+
+// Profiler builds a Producer profile per producer from the exchanges it is
+// handed (Produce, which satisfies decode.Sink) and the findings of the same
+// run (Producers). Its memory is bounded by MaxProducers profiles of fixed
+// size each, whatever the length of the capture. It is not safe for
+// concurrent use.
+type Profiler struct {
+	max     int
+	m       map[producerKey]*producerState
+	omitted int64
+}
+
+// NewProfiler returns an empty Profiler.
+func NewProfiler(opts ProfilerOptions) *Profiler {
+	if opts.MaxProducers <= 0 {
+		opts.MaxProducers = DefaultMaxProducers
+	}
+	return &Profiler{max: opts.MaxProducers, m: make(map[producerKey]*producerState)}
+}
+
+// Omitted counts the exchanges of producers beyond MaxProducers.
+func (pr *Profiler) Omitted() int64 { return pr.omitted }
+
+// keyOf is the producer of an exchange.
+func keyOf(ip netip.Addr, clientID *string, producerID int64) producerKey {
+	k := producerKey{ip: ip, producerID: producerID, nullID: clientID == nil}
+	if clientID != nil {
+		k.clientID = *clientID
+	}
+	return k
+}
+
+// Produce counts one exchange. It reads x only during the call.
+func (pr *Profiler) Produce(x *decode.Exchange) {
+	var ip netip.Addr
+	if x.Conn != nil {
+		ip = x.Conn.Client.Addr()
+	}
+	pid := int64(-1)
+	if len(x.Batches) > 0 {
+		pid = x.Batches[0].ProducerID
+	}
+	k := keyOf(ip, x.ClientID, pid)
+	s := pr.m[k]
+	if s == nil {
+		if len(pr.m) >= pr.max {
+			pr.omitted++
+			return
+		}
+		s = &producerState{p: Producer{ClientIP: ip, ProducerID: pid, Idempotent: pid >= 0,
+			first: x.RequestTime, order: len(pr.m), ByVerdict: map[Verdict]int64{}}}
+		if x.ClientID != nil {
+			id := *x.ClientID
+			s.p.ClientID = &id
+		}
+		pr.m[k] = s
+	}
+	p := &s.p
+	if x.Conn != nil && x.Conn.ClientSoftwareName != "" {
+		p.SoftwareName, p.SoftwareVersion = x.Conn.ClientSoftwareName, x.Conn.ClientSoftwareVersion
+	}
+	p.Requests++
+	p.Acks = addDistinct(p.Acks, x.Acks)
+	p.TimeoutsMillis = addDistinct(p.TimeoutsMillis, x.TimeoutMillis)
+	if x.TransactionalID != nil {
+		p.TransactionalIDs = addDistinct(p.TransactionalIDs, *x.TransactionalID)
+	}
+	p.MaxInFlight = max(p.MaxInFlight, x.InFlight)
+	if x.RequestTime.After(s.lastRequest) {
+		s.lastRequest = x.RequestTime
+	}
+	ok := x.Responded
+	for i := range x.Batches {
+		b := &x.Batches[i]
+		p.Sends++
+		s.codecs |= 1 << (b.Attributes & 0x7)
+		if b.NumRecords > 0 {
+			s.records += int64(b.NumRecords)
+			p.RecordsMax = max(p.RecordsMax, b.NumRecords)
+		}
+		if r := b.Response; r != nil && r.ErrorCode != 0 {
+			ok = false
+			if kerr.IsRetriable(kerr.ErrorForCode(r.ErrorCode)) {
+				if s.errSends == nil {
+					s.errSends = make(map[string]int64)
+				}
+				s.errSends[ErrorName(r.ErrorCode)]++
+				if x.ResponseTime.After(s.lastError) {
+					s.lastError = x.ResponseTime
+				}
+			}
+		}
+	}
+	if x.Responded && x.Conn != nil {
+		bl := p.broker(x.Conn.Broker)
+		if bl == nil {
+			return
+		}
+		d := x.ResponseTime.Sub(x.RequestTime)
+		bl.all.Add(d)
+		s.all.Add(d)
+		if ok {
+			bl.ok.Add(d)
+			s.ok.Add(d)
+		}
+	}
+}
+
+// broker returns the latency of broker, added if new, nil beyond
+// maxProfileBrokers.
+func (p *Producer) broker(addr netip.AddrPort) *BrokerLatency {
+	for i := range p.Latency {
+		if p.Latency[i].Broker == addr {
+			return &p.Latency[i]
+		}
+	}
+	if len(p.Latency) >= maxProfileBrokers {
+		return nil
+	}
+	p.Latency = append(p.Latency, BrokerLatency{Broker: addr, all: new(Sketch), ok: new(Sketch)})
+	return &p.Latency[len(p.Latency)-1]
+}
+
+// addDistinct adds v to the ascending set s, up to maxProfileValues values.
+func addDistinct[T cmp.Ordered](s []T, v T) []T {
+	i, found := slices.BinarySearch(s, v)
+	if found || len(s) >= maxProfileValues {
+		return s
+	}
+	return slices.Insert(s, i, v)
+}
+
+// Producers returns a profile per producer, in the order first seen, with
+// what findings (all the findings of the same run) say of its re-sends and
+// its Diagnosis. A finding belongs to the producer of its first attempt.
+func (pr *Profiler) Producers(findings []Finding) []Producer {
+	// What the findings say, per producer.
+	type resends struct {
+		resent, resends int64
+		byVerdict       map[Verdict]int64
+		mostCopies      int
+		causes          []CauseCount
+		retried         map[string]int64 // errored attempts sent again, by error
+	}
+	acc := map[producerKey]*resends{}
+	for i := range findings {
+		f := &findings[i]
+		if f.Kind == KindRecordDuplicate {
+			continue // the application's doing, not a re-send
+		}
+		k := keyOf(f.Client.Addr(), f.ClientID, f.ProducerID)
+		if pr.m[k] == nil {
+			continue
+		}
+		r := acc[k]
+		if r == nil {
+			r = &resends{byVerdict: map[Verdict]int64{}, retried: map[string]int64{}}
+			acc[k] = r
+		}
+		r.resent++
+		r.resends += int64(max(len(f.Attempts)-1, 0) + f.AttemptsOmitted)
+		r.byVerdict[f.Verdict]++
+		if f.Verdict == Duplicated {
+			r.mostCopies = max(r.mostCopies, len(f.AppendedOffsets))
+		}
+		for j := range f.Attempts {
+			a := &f.Attempts[j]
+			if j+1 < len(f.Attempts) && a.Response != nil && a.Response.ErrorCode != 0 {
+				r.retried[a.Response.Error]++
+			}
+			if j > 0 {
+				r.causes = addCause(r.causes, a)
+			}
+		}
+	}
+	out := make([]Producer, 0, len(pr.m))
+	for k, s := range pr.m {
+		p := s.p
+		p.TransactionalIDs = slices.Clone(p.TransactionalIDs)
+		p.Acks = slices.Clone(p.Acks)
+		p.TimeoutsMillis = slices.Clone(p.TimeoutsMillis)
+		p.ByVerdict = map[Verdict]int64{}
+		r := acc[k]
+		if r == nil {
+			r = &resends{}
+		}
+		p.Resent, p.Resends, p.MostCopies, p.Causes = r.resent, r.resends, r.mostCopies, r.causes
+		for v, n := range r.byVerdict {
+			p.ByVerdict[v] = n
+		}
+		p.Batches = max(p.Sends-p.Resends, 0)
+		if p.Sends > 0 {
+			p.RecordsMean = float64(s.records) / float64(p.Sends)
+		}
+		for c := range 8 {
+			if s.codecs&(1<<c) != 0 {
+				p.Codecs = append(p.Codecs, CodecName(int16(c)))
+			}
+		}
+		for err, n := range s.errSends {
+			if !s.lastRequest.After(s.lastError) {
+				break // the capture may have ended before the retries
+			}
+			if left := n - r.retried[err]; left > 0 {
+				p.Unretried = append(p.Unretried, ErrorCount{Error: err, Count: left})
+			}
+		}
+		slices.SortFunc(p.Unretried, func(a, b ErrorCount) int {
+			return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Error, b.Error))
+		})
+		slices.SortFunc(p.Causes, func(a, b CauseCount) int {
+			return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Cause, b.Cause), cmp.Compare(a.Error, b.Error))
+		})
+		p.Latency = make([]BrokerLatency, len(s.p.Latency))
+		for i, l := range s.p.Latency {
+			p.Latency[i] = latencyOf(l.Broker, l.all, l.ok)
+		}
+		p.Overall = latencyOf(netip.AddrPort{}, &s.all, &s.ok)
+		slices.SortFunc(p.Latency, func(a, b BrokerLatency) int { return a.Broker.Compare(b.Broker) })
+		p.Diagnosis = Diagnose(&p)
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Producer) int {
+		return cmp.Or(a.first.Compare(b.first), cmp.Compare(a.order, b.order))
+	})
+	return out
+}
+
+// latencyOf reads the quantiles of the sketches of one broker.
+func latencyOf(broker netip.AddrPort, all, ok *Sketch) BrokerLatency {
+	return BrokerLatency{
+		Broker:             broker,
+		Answered:           int64(all.Count()),
+		P50Millis:          durMillis(all.Quantile(0.5)),
+		P99Millis:          durMillis(all.Quantile(0.99)),
+		MaxMillis:          durMillis(all.Max()),
+		Succeeded:          int64(ok.Count()),
+		SucceededP50Millis: durMillis(ok.Quantile(0.5)),
+		SucceededP99Millis: durMillis(ok.Quantile(0.99)),
+	}
+}
+
+// addCause counts the re-send a in causes.
+func addCause(causes []CauseCount, a *Attempt) []CauseCount {
+	for i := range causes {
+		c := &causes[i]
+		if c.Cause == a.Cause && c.Error == a.CauseError {
+			c.Count++
+			c.MinGapMillis = min(c.MinGapMillis, a.GapMillis)
+			c.MaxGapMillis = max(c.MaxGapMillis, a.GapMillis)
+			return causes
+		}
+	}
+	return append(causes, CauseCount{Cause: a.Cause, Error: a.CauseError, Count: 1, MinGapMillis: a.GapMillis, MaxGapMillis: a.GapMillis})
+}
+
+// CodecName names a record batch compression codec (attributes bits 0-2).
+func CodecName(codec int16) string {
+	switch codec & 0x7 {
+	case 0:
+		return "none"
+	case 1:
+		return "gzip"
+	case 2:
+		return "snappy"
+	case 3:
+		return "lz4"
+	case 4:
+		return "zstd"
+	}
+	return "codec-" + strconv.Itoa(int(codec&0x7))
+}
+
+func durMillis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
