@@ -25,6 +25,9 @@ func (c *Conn) request(dir *direction, frame []byte, pos int64, ts time.Time) {
 		c.produceRequest(dir, h, clientID, frame[h.size:], pos, ts)
 		return
 	}
+	if c.auxRequest(dir, h, clientID, frame[h.size:], pos, ts) {
+		return
+	}
 	c.d.stats.Skipped++
 	c.push(pending{corr: h.corr, key: h.key, version: h.version, flexible: h.flexible})
 }
@@ -83,6 +86,8 @@ func (c *Conn) response(dir *direction, frame []byte, pos int64, ts time.Time) {
 		return
 	case p.key == keyMetadata:
 		c.metadataResponse(dir, p, body, pos)
+	case p.aux != nil:
+		c.auxResponse(dir, p, body, pos, ts)
 	}
 	c.d.stats.Skipped++
 }

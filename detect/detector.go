@@ -110,6 +110,10 @@ type Detector struct {
 	// records holds the records decode read of a remembered batch, by
 	// slot; nil while none came (decode.Options.Records off).
 	records map[int32][]decode.Record
+	// fetch and txn hold the evidence of fetched data and transactions
+	// (evidence.go, txn.go).
+	fetch fetchState
+	txn   txnState
 }
 
 // New returns a Detector with opts, defaults filled in.
@@ -318,6 +322,7 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		first:           *at,
 	}
 	d.keepRecords(slot, bt)
+	d.watchBatch(b)
 	if bt.ProducerID >= 0 {
 		d.bySeq[sk] = slot
 		if byClient {
@@ -388,6 +393,7 @@ func (d *Detector) evictOldest() bool {
 // the finding to OnFinding at once, else it waits for Flush.
 func (d *Detector) retire(slot int32, emit bool) {
 	b := d.slab.at(slot)
+	d.unwatchBatch(b, !d.opts.Live && d.reportable(b))
 	if b.idempotent() {
 		delete(d.bySeq, d.seqKey(b))
 		if b.byClient {
@@ -455,6 +461,8 @@ func (d *Detector) Flush() []Finding {
 			d.retire(i, false)
 		}
 	}
+	d.applyAll()
+	d.resetEvidence()
 	fresh := d.findings[start:]
 	slices.SortFunc(fresh, compareFindings)
 	if d.opts.OnFinding != nil {

@@ -29,6 +29,9 @@ type Stats struct {
 	// finding once, and ByVerdict by its latest verdict).
 	Settled   int64
 	Revisions int64
+	// FetchResponses and FetchedBatches count what Fetch was given.
+	FetchResponses int64
+	FetchedBatches int64
 	// Remembered is the number of batches remembered now.
 	Remembered int
 	// Topics holds the per-topic counts, sorted by Topic.

@@ -83,6 +83,11 @@ type jsonFinding struct {
 	Revision        int           `json:"revision,omitempty"`
 	// Records: only with --records, when decode read the batch's records.
 	Records []jsonRecord `json:"records,omitempty"`
+
+	// Evidence, FetchedOffsets, Transaction: see evidence.go.
+	Evidence       string           `json:"evidence"`
+	FetchedOffsets []int64          `json:"fetched_offsets,omitempty"`
+	Transaction    *jsonTransaction `json:"transaction,omitempty"`
 }
 
 type jsonAttempt struct {
@@ -212,6 +217,7 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 		id := detect.TopicIDString(f.TopicID)
 		j.TopicID = &id
 	}
+	addEvidence(&j, f)
 	for i := range f.Attempts {
 		a := &f.Attempts[i]
 		ja := &j.Attempts[i]

@@ -50,6 +50,9 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 		f.ProducerID, f.ProducerEpoch, f.FirstSequence, idem, plural(int64(f.NumRecords), "record"), formatCRC(f.BatchCRC),
 		f.Magic, f.Match, offsetsText(f.AppendedOffsets))
 	fmt.Fprintf(b, "   %s\n", f.Reason)
+	if ev := evidenceText(&f); ev != "" {
+		fmt.Fprintf(b, "   %s\n", ev)
+	}
 
 	// A finding across connections shows the connection of each attempt
 	// first: correlation IDs are per connection.

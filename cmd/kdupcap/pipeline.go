@@ -48,20 +48,24 @@ type pipeline struct {
 	det *detect.Detector
 }
 
-// sinkFunc adapts a function to decode.Sink.
-type sinkFunc func(*decode.Exchange)
+// observed is the Detector as decode's sink (fetches and transactions
+// included), with observe shown every produce exchange first.
+type observed struct {
+	*detect.Detector
+	observe func(*decode.Exchange)
+}
 
-func (f sinkFunc) Produce(x *decode.Exchange) { f(x) }
+func (o observed) Produce(x *decode.Exchange) {
+	o.observe(x)
+	o.Detector.Produce(x)
+}
 
 func newPipeline(o pipelineOptions) *pipeline {
 	p := &pipeline{}
 	p.det = detect.New(detect.Options{Window: o.window, Scope: o.scope, Live: o.live, Settle: o.settle, OnFinding: o.onFinding})
 	var sink decode.Sink = p.det
 	if o.observe != nil {
-		sink = sinkFunc(func(x *decode.Exchange) {
-			o.observe(x)
-			p.det.Produce(x)
-		})
+		sink = observed{p.det, o.observe}
 	}
 	dopts := decode.Options{Ports: o.ports, Sniff: o.sniff, Records: o.records}
 	if o.live {
