@@ -133,6 +133,8 @@ type Decoder struct {
 
 	// topicIDs maps a topic ID to its name, from Metadata responses v10+.
 	topicIDs map[[16]byte]string
+	// topicFrom: the response that first named each topic ID (fetch.go).
+	topicFrom map[[16]byte]topicSource
 	// names interns topic names so that each Batch of a topic shares one
 	// string and decoding a request allocates none.
 	names map[string]string

@@ -317,3 +317,27 @@ func be64(b []byte) uint64 {
 	return uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
 		uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
 }
+
+// topicSource is the Metadata response that first named a topic ID.
+type topicSource struct {
+	conn *ConnInfo
+	at   time.Time
+}
+
+// namedBy records, once per topic ID, the response that named it.
+func (d *Decoder) namedBy(id [16]byte, conn *ConnInfo, ts time.Time) {
+	if d.topicFrom == nil {
+		d.topicFrom = make(map[[16]byte]topicSource)
+	}
+	if _, ok := d.topicFrom[id]; !ok && len(d.topicFrom) < maxTopicIDs {
+		d.topicFrom[id] = topicSource{conn, ts}
+	}
+}
+
+// TopicNamedBy returns the connection and time of the Metadata response
+// that first named topic ID id, so that a capture cut down to a finding's
+// packets can keep it (Produce and Fetch v13 name topics by ID only).
+func (d *Decoder) TopicNamedBy(id [16]byte) (*ConnInfo, time.Time, bool) {
+	s, ok := d.topicFrom[id]
+	return s.conn, s.at, ok
+}

@@ -85,7 +85,7 @@ func (c *Conn) response(dir *direction, frame []byte, pos int64, ts time.Time) {
 		c.produceResponse(dir, p, body, pos, ts)
 		return
 	case p.key == keyMetadata:
-		c.metadataResponse(dir, p, body, pos)
+		c.metadataResponse(dir, p, body, pos, ts)
 	case p.aux != nil:
 		c.auxResponse(dir, p, body, pos, ts)
 	}

@@ -52,6 +52,9 @@ type EndTxn struct {
 	Responded    bool
 	ResponseTime time.Time
 	ErrorCode    int16
+	// BumpedEpoch is the producer's next epoch, which EndTxn v5+ responses
+	// give (KIP-890 bumps the epoch at every transaction end); -1 before.
+	BumpedEpoch int16
 }
 
 // TxnSink is implemented by a Sink that also wants the transaction requests
@@ -123,6 +126,9 @@ func (c *Conn) txnResponse(dir *direction, p pending, body []byte, pos int64, ts
 		d.errorf(c, dir.fromA, pos, "end txn v%d response correlation %d: %v", p.version, p.corr, err)
 	} else {
 		x.Responded, x.ResponseTime, x.ErrorCode = true, ts, resp.ErrorCode
+		if p.version >= 5 && resp.ErrorCode == 0 {
+			x.BumpedEpoch = resp.ProducerEpoch
+		}
 	}
 	d.tsink.EndTxn(x)
 }
@@ -133,6 +139,7 @@ func (c *Conn) endTxn(p pending) *EndTxn {
 		Conn: c.info, ClientID: p.aux.clientID, CorrelationID: p.corr, Version: p.version,
 		RequestTime: p.aux.time, TransactionalID: *p.aux.txnID,
 		ProducerID: p.aux.producerID, ProducerEpoch: p.aux.epoch, Commit: p.aux.commit,
+		BumpedEpoch: -1,
 	}
 }
 

@@ -32,11 +32,14 @@ type Transaction struct {
 	ProducerID      int64
 	ProducerEpoch   int16
 	Outcome         TxnOutcome
-	// Epochs are the epochs InitProducerId gave this producer ID in the
+	// Epochs are the epochs InitProducerId (and EndTxn v5+, which bumps
+	// the epoch at every transaction end) gave this producer ID in the
 	// capture, in order: more than one shows epoch bumps.
 	Epochs []int16
 	// End is the EndTxn exchange that decided Outcome; nil when unknown.
 	End *WireExchange
+	// Inits are the InitProducerId or EndTxn exchanges that gave Epochs.
+	Inits []WireExchange
 }
 
 // Bounds of the transaction state.
@@ -54,6 +57,7 @@ type txnState struct {
 type txnProducer struct {
 	txnID  string
 	epochs []int16
+	inits  []WireExchange
 	ends   []txnEnd // in the order completed
 }
 
@@ -93,8 +97,19 @@ func (d *Detector) InitProducerID(x *decode.InitProducerID) {
 	if p == nil {
 		return
 	}
-	if n := len(p.epochs); (n == 0 || p.epochs[n-1] != x.ProducerEpoch) && n < maxTxnEpochs {
-		p.epochs = append(p.epochs, x.ProducerEpoch)
+	ref := WireExchange{RequestTime: x.RequestTime, ResponseTime: x.ResponseTime}
+	if x.Conn != nil {
+		ref.ConnID, ref.Client, ref.Broker = x.Conn.ID, x.Conn.Client, x.Conn.Broker
+	}
+	p.epoch(x.ProducerEpoch, ref)
+}
+
+// epoch records an epoch given to the producer, if new, and the exchange
+// that gave it.
+func (p *txnProducer) epoch(e int16, ref WireExchange) {
+	if n := len(p.epochs); (n == 0 || p.epochs[n-1] != e) && n < maxTxnEpochs {
+		p.epochs = append(p.epochs, e)
+		p.inits = append(p.inits, ref)
 	}
 }
 
@@ -115,6 +130,9 @@ func (d *Detector) EndTxn(x *decode.EndTxn) {
 		e.ref.ConnID, e.ref.Client, e.ref.Broker = x.Conn.ID, x.Conn.Client, x.Conn.Broker
 	}
 	p.ends = append(p.ends, e)
+	if x.Responded && x.BumpedEpoch >= 0 {
+		p.epoch(x.BumpedEpoch, e.ref)
+	}
 }
 
 // applyTxn sets f.Transaction when f's producer ID is transactional, and
@@ -125,7 +143,8 @@ func (d *Detector) applyTxn(f *Finding) {
 		return
 	}
 	t := &Transaction{TransactionalID: p.txnID, ProducerID: f.ProducerID, ProducerEpoch: f.ProducerEpoch,
-		Outcome: TxnUnknown, Epochs: append([]int16(nil), p.epochs...)}
+		Outcome: TxnUnknown, Epochs: append([]int16(nil), p.epochs...),
+		Inits: append([]WireExchange(nil), p.inits...)}
 	sent := unixNano(f.Attempts[0].Time)
 	var doubt []bool // commit flags of EndTxns whose answer is missing
 	for i := range p.ends {

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/gopacket/gopacket/layers"
 	"github.com/kdupcap/kdupcap/capture"
 	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
@@ -46,6 +47,8 @@ type pipeline struct {
 	asm *capture.Assembler
 	dec *decode.Decoder
 	det *detect.Detector
+	// links are the link types of the packets read (writedups.go).
+	links []layers.LinkType
 }
 
 // observed is the Detector as decode's sink (fetches and transactions
