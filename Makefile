@@ -12,6 +12,7 @@ FUZZ_TARGETS = \
 	./decode:FuzzConn \
 	./decode:FuzzProduceRequest \
 	./decode:FuzzRecords \
+	./decode:FuzzFetchResponse \
 	./detect:FuzzOrder
 
 .PHONY: all build demo test lint unit fuzz-smoke fuzz bench clean

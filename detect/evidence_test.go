@@ -17,7 +17,9 @@ func fetched(respMs float64, hwm int64, bs ...decode.FetchedBatch) *decode.Fetch
 		Partitions: []decode.FetchedPartition{{Topic: "test", HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: 0, Batches: bs}}}
 }
 
-func at(b decode.Batch, off int64) decode.FetchedBatch { return decode.FetchedBatch{BaseOffset: off, Batch: b} }
+func at(b decode.Batch, off int64) decode.FetchedBatch {
+	return decode.FetchedBatch{BaseOffset: off, Batch: b}
+}
 
 // filler is another batch of 10 records, fetched around the finding's.
 func filler(off int64) decode.FetchedBatch { return at(plain(0xf111), off) }
