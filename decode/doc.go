@@ -23,8 +23,12 @@
 // the header of every record batch (RecordBatch v2) and legacy message sets
 // (magic 0/1), never decompressed, each fingerprinted by a hash of the bytes
 // its CRC covers; Metadata v10+ responses, to name the topics of Produce v13
-// requests, which carry only topic IDs. Other requests are skipped but kept
-// pending so that responses stay matched. acks=0 requests complete at once.
+// requests, which carry only topic IDs. When the Sink also implements
+// FetchSink, FetchResponses v0-v18 (consumers' and followers') are walked into
+// the batches they hold with their log offsets (fetch.go); when it implements
+// TxnSink, InitProducerId and EndTxn exchanges are handed over (txn.go).
+// Other requests are skipped but kept pending so that responses stay
+// matched. acks=0 requests complete at once.
 //
 // Which side is the client is decided from the bytes: the side listening on
 // a configured Kafka port is the broker; otherwise (Options.Sniff) the side
