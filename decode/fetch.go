@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -57,9 +58,11 @@ type FetchedPartition struct {
 }
 
 // FetchedBatch is one record batch as the log holds it: BaseOffset is the
-// offset of its first record. Batch holds the same header fields and
-// fingerprint (CRC, Hash) a produced batch has; Records and Response are
-// never set.
+// offset of its first record. Batch holds the same header fields and CRC a
+// produced batch has; Hash is left zero for a RecordBatch (consumers move
+// more bytes than producers: the CRC and header fields identify a batch
+// without hashing every fetched byte), set for a legacy message set;
+// Records and Response are never set.
 type FetchedBatch struct {
 	BaseOffset int64
 	Batch
@@ -296,7 +299,7 @@ func (d *Decoder) fetchedBatches(records []byte) []FetchedBatch {
 		)
 		switch int8(b[16]) {
 		case 2:
-			batch, n, err = d.recordBatch(b)
+			batch, n, err = fetchedRecordBatch(b)
 		case 0, 1:
 			// A legacy set runs to the next RecordBatch; its offsets are
 			// each message's own, the first one's kept.
@@ -311,6 +314,33 @@ func (d *Decoder) fetchedBatches(records []byte) []FetchedBatch {
 		off += n
 	}
 	return out
+}
+
+// fetchedRecordBatch reads the header of the RecordBatch at the start of b
+// and returns it with its length, like recordBatch but without hashing.
+func fetchedRecordBatch(b []byte) (Batch, int, error) {
+	if len(b) < batchHeaderBytes {
+		return Batch{}, 0, errTruncated
+	}
+	length := int32(binary.BigEndian.Uint32(b[8:]))
+	n := 12 + int(length)
+	if length < batchHeaderBytes-12 || n > len(b) {
+		return Batch{}, 0, errTruncated
+	}
+	be := binary.BigEndian
+	return Batch{
+		Magic:           2,
+		CRC:             be.Uint32(b[batchCRCOffset:]),
+		Attributes:      int16(be.Uint16(b[21:])),
+		LastOffsetDelta: int32(be.Uint32(b[23:])),
+		FirstTimestamp:  int64(be.Uint64(b[27:])),
+		MaxTimestamp:    int64(be.Uint64(b[35:])),
+		ProducerID:      int64(be.Uint64(b[43:])),
+		ProducerEpoch:   int16(be.Uint16(b[51:])),
+		FirstSequence:   int32(be.Uint32(b[53:])),
+		NumRecords:      int32(be.Uint32(b[57:])),
+		Length:          n,
+	}, n, nil
 }
 
 func be64(b []byte) uint64 {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kdupcap/kdupcap/decode"
 )
@@ -27,6 +28,7 @@ func filler(off int64) decode.FetchedBatch { return at(plain(0xf111), off) }
 func TestFetchEvidence(t *testing.T) {
 	tests := []struct {
 		name     string
+		window   time.Duration
 		feed     func(d *Detector)
 		verdict  Verdict
 		evidence Evidence
@@ -52,6 +54,17 @@ func TestFetchEvidence(t *testing.T) {
 			},
 			verdict: Single, evidence: EvidenceFetch, fetched: []int64{10},
 			reason: "and nowhere else up to the high watermark 20",
+		},
+		{
+			name:   "a fetch long after the window still counts",
+			window: time.Second,
+			feed: func(d *Detector) {
+				d.Produce(ex(conn1, 1, 0, noAnswer, 0, 0, plain(7)))
+				d.Produce(ex(conn1, 2, 100, noAnswer, 0, 0, plain(7)))
+				d.Produce(ex(conn2, 1, 60_000, 60_001, 0, 40, plain(8))) // the window passes
+				d.Fetch(fetched(90_000, 50, at(plain(7), 0), filler(10), at(plain(7), 20)))
+			},
+			verdict: Duplicated, evidence: EvidenceFetch, fetched: []int64{0, 20},
 		},
 		{
 			name: "fetched once before the resend decides nothing",
@@ -115,7 +128,7 @@ func TestFetchEvidence(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := New(Options{})
+			d := New(Options{Window: tt.window})
 			tt.feed(d)
 			fs := d.Flush()
 			if len(fs) != 1 {
