@@ -160,20 +160,25 @@ func TestTxnOutcome(t *testing.T) {
 		return &decode.EndTxn{Conn: conn2, RequestTime: ms(sentMs), TransactionalID: txn, ProducerID: 0, ProducerEpoch: 0,
 			Commit: commit, Responded: responded, ResponseTime: ms(sentMs + 1), ErrorCode: code, BumpedEpoch: -1}
 	}
+	refence := *init
+	refence.RequestTime, refence.ResponseTime, refence.ProducerEpoch = ms(70), ms(71), 1
 	tests := []struct {
 		name    string
 		ends    []*decode.EndTxn
+		fence   bool // InitProducerId again at 70 ms
 		outcome TxnOutcome
 		reason  string
 	}{
-		{"aborted", []*decode.EndTxn{end(-5, true, true, 0), end(50, false, true, 0)}, TxnAborted,
+		{"fenced", nil, true, TxnAborted, "before any EndTxn ended it"},
+		{"ended before the fence", []*decode.EndTxn{end(50, true, true, 0)}, true, TxnCommitted, "was committed"},
+		{"aborted", []*decode.EndTxn{end(-5, true, true, 0), end(50, false, true, 0)}, false, TxnAborted,
 			"was aborted: read_committed consumers see no copy of the batch, so the duplicate is invisible to them"},
-		{"committed", []*decode.EndTxn{end(50, true, true, 0), end(80, false, true, 0)}, TxnCommitted,
+		{"committed", []*decode.EndTxn{end(50, true, true, 0), end(80, false, true, 0)}, false, TxnCommitted,
 			"was committed: read_committed consumers see every copy"},
-		{"failed commit then abort", []*decode.EndTxn{end(50, true, true, 51), end(60, false, true, 0)}, TxnAborted, "was aborted"},
-		{"unanswered commit then abort", []*decode.EndTxn{end(50, true, false, 0), end(60, false, true, 0)}, TxnUnknown,
+		{"failed commit then abort", []*decode.EndTxn{end(50, true, true, 51), end(60, false, true, 0)}, false, TxnAborted, "was aborted"},
+		{"unanswered commit then abort", []*decode.EndTxn{end(50, true, false, 0), end(60, false, true, 0)}, false, TxnUnknown,
 			"does not show whether"},
-		{"no end", nil, TxnUnknown, "does not show whether"},
+		{"no end", nil, false, TxnUnknown, "does not show whether"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,12 +190,15 @@ func TestTxnOutcome(t *testing.T) {
 			for _, e := range tt.ends {
 				d.EndTxn(e)
 			}
+			if tt.fence {
+				d.InitProducerID(&refence)
+			}
 			fs := d.Flush()
 			if len(fs) != 1 || fs[0].Transaction == nil {
 				t.Fatalf("findings %+v, want one with a transaction", fs)
 			}
 			tx := fs[0].Transaction
-			if tx.Outcome != tt.outcome || tx.TransactionalID != txn || !slices.Equal(tx.Epochs, []int16{0}) {
+			if tx.Outcome != tt.outcome || tx.TransactionalID != txn || tx.Epochs[0] != 0 {
 				t.Errorf("transaction %+v, want %s of %s", *tx, tt.outcome, txn)
 			}
 			if (tx.End != nil) != (tt.outcome != TxnUnknown) {

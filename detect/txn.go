@@ -59,6 +59,17 @@ type txnProducer struct {
 	epochs []int16
 	inits  []WireExchange
 	ends   []txnEnd // in the order completed
+	// fences are the InitProducerId exchanges of this producer ID: one
+	// after a batch, before any EndTxn of its epoch, aborted its
+	// transaction (the coordinator aborts the open transaction of a
+	// transactional.id that initialises again: a restarted producer).
+	fences []txnFence
+}
+
+type txnFence struct {
+	time  int64 // request time, Unix ns
+	epoch int16 // the epoch it gave
+	ref   WireExchange
 }
 
 type txnEnd struct {
@@ -102,6 +113,9 @@ func (d *Detector) InitProducerID(x *decode.InitProducerID) {
 		ref.ConnID, ref.Client, ref.Broker = x.Conn.ID, x.Conn.Client, x.Conn.Broker
 	}
 	p.epoch(x.ProducerEpoch, ref)
+	if len(p.fences) < maxTxnEpochs {
+		p.fences = append(p.fences, txnFence{unixNano(x.RequestTime), x.ProducerEpoch, ref})
+	}
 }
 
 // epoch records an epoch given to the producer, if new, and the exchange
@@ -146,12 +160,23 @@ func (d *Detector) applyTxn(f *Finding) {
 		Outcome: TxnUnknown, Epochs: append([]int16(nil), p.epochs...),
 		Inits: append([]WireExchange(nil), p.inits...)}
 	sent := unixNano(f.Attempts[0].Time)
+	fenced := -1
+	for i, fc := range p.fences {
+		if fc.time > sent && fc.epoch != f.ProducerEpoch {
+			fenced = i
+			break
+		}
+	}
 	var doubt []bool // commit flags of EndTxns whose answer is missing
 	for i := range p.ends {
 		e := &p.ends[i]
 		if e.epoch != f.ProducerEpoch || e.time < sent {
 			continue
 		}
+		if fenced >= 0 && p.fences[fenced].time < e.time {
+			break // the fence came first
+		}
+		fenced = -1
 		if !e.responded {
 			doubt = append(doubt, e.commit)
 			continue
@@ -174,12 +199,23 @@ func (d *Detector) applyTxn(f *Finding) {
 		}
 		break
 	}
+	byFence := fenced >= 0 && t.Outcome == TxnUnknown && len(doubt) == 0
+	if byFence {
+		t.Outcome = TxnAborted
+		ref := p.fences[fenced].ref
+		t.End = &ref
+	}
 	f.Transaction = t
 	name := "its transaction (transactional.id " + strconv.Quote(t.TransactionalID) + ", producer ID " +
 		strconv.FormatInt(t.ProducerID, 10) + ", epoch " + strconv.Itoa(int(t.ProducerEpoch)) + ")"
 	switch t.Outcome {
 	case TxnAborted:
-		f.Reason += "; " + name + " was aborted: read_committed consumers see no copy of the batch"
+		f.Reason += "; " + name + " was aborted"
+		if byFence {
+			f.Reason += " (InitProducerId gave the producer epoch " + strconv.Itoa(int(p.fences[fenced].epoch)) +
+				" before any EndTxn ended it: the coordinator aborts the open transaction)"
+		}
+		f.Reason += ": read_committed consumers see no copy of the batch"
 		if f.Verdict == Duplicated {
 			f.Reason += ", so the duplicate is invisible to them (read_uncommitted consumers see it)"
 		}
