@@ -33,6 +33,7 @@ type SpanWriter struct {
 	pw    *pcapgo.Writer
 	nw    *pcapgo.NgWriter
 	ifs   map[layers.LinkType]int
+	link  layers.LinkType // the pcap's
 	n     int
 }
 
@@ -49,7 +50,7 @@ func NewSpanWriter(w io.Writer, spans []ConnSpan, links []layers.LinkType) (*Spa
 	}
 	if len(links) == 1 {
 		s.bw = bufio.NewWriter(w)
-		s.pw = pcapgo.NewWriterNanos(s.bw)
+		s.pw, s.link = pcapgo.NewWriterNanos(s.bw), links[0]
 		if err := s.pw.WriteFileHeader(262144, links[0]); err != nil {
 			return nil, fmt.Errorf("capture: writing pcap header: %w", err)
 		}
@@ -77,7 +78,8 @@ func NewSpanWriter(w io.Writer, spans []ConnSpan, links []layers.LinkType) (*Spa
 	return s, nil
 }
 
-// Add writes p if a span selects it, reporting whether it did.
+// Add writes p if a span selects it, reporting whether it did. A packet of
+// a link type not given to NewSpanWriter is not written.
 func (s *SpanWriter) Add(p Packet) (bool, error) {
 	if s.dec.decode(p.LinkType, p.Data) != decodedTCP {
 		return false, nil
@@ -92,6 +94,9 @@ func (s *SpanWriter) Add(p Packet) (bool, error) {
 	ci.AncillaryData = nil
 	var err error
 	if s.pw != nil {
+		if p.LinkType != s.link {
+			return false, nil // a link type not announced: cannot be written
+		}
 		err = s.pw.WritePacket(ci, p.Data)
 	} else {
 		id, ok := s.ifs[p.LinkType]
