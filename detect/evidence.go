@@ -321,7 +321,11 @@ func (d *Detector) applyEvidence(f *Finding) {
 
 	switch {
 	case len(union) >= 2:
+		held := ": the log holds the batch " + times(len(union))
 		switch {
+		case byProduce && len(union) > len(f.AppendedOffsets):
+			f.Evidence = EvidenceBoth
+			f.Reason += "; " + fetched + held
 		case byProduce && len(copies) >= 2:
 			f.Evidence = EvidenceBoth
 			f.Reason += "; " + fetched + ", confirming it"
@@ -329,11 +333,11 @@ func (d *Detector) applyEvidence(f *Finding) {
 			f.Reason += "; " + fetched
 		case len(copies) >= 2:
 			f.Evidence = EvidenceFetch
-			f.Reason = fetched + ": the log holds the batch " + times(len(copies)) + " (" + f.Reason + ")"
+			f.Reason = fetched + held + " (" + f.Reason + ")"
 		default:
 			f.Evidence = EvidenceBoth
 			f.Reason = "the responses show the batch at offset " + joinInts(f.AppendedOffsets) + " and " + fetched +
-				": the log holds the batch " + times(len(union)) + " (" + f.Reason + ")"
+				held + " (" + f.Reason + ")"
 		}
 		f.Verdict = Duplicated
 		f.AppendedOffsets = union

@@ -97,6 +97,16 @@ func TestFetchEvidence(t *testing.T) {
 			verdict: Duplicated, evidence: EvidenceBoth, fetched: []int64{5, 15},
 		},
 		{
+			name: "fetched data shows a third copy",
+			feed: func(d *Detector) {
+				d.Produce(ex(conn1, 1, 0, 10, 7, 5, plain(7)))
+				d.Produce(ex(conn1, 2, 20, 30, 0, 15, plain(7)))
+				d.Fetch(fetched(40, 35, at(plain(7), 5), at(plain(7), 25)))
+			},
+			verdict: Duplicated, evidence: EvidenceBoth, fetched: []int64{5, 25},
+			reason: "fetched data holds the batch at offsets 5 and 25: the log holds the batch 3 times",
+		},
+		{
 			name: "one offset in a response, another in fetched data",
 			feed: func(d *Detector) {
 				d.Produce(ex(conn1, 1, 0, noAnswer, 0, 0, plain(7)))

@@ -106,7 +106,9 @@ type Finding struct {
 
 	Verdict Verdict
 	// AppendedOffsets are the distinct base offsets at which the responses
-	// show the log holds this batch, ascending.
+	// show the log holds this batch, ascending; when fetched data decided or
+	// joined in the verdict (Evidence not EvidenceProduce), the fetched
+	// offsets too.
 	AppendedOffsets []int64
 	// Reason explains the verdict in one sentence.
 	Reason string
