@@ -12,6 +12,7 @@ FUZZ_TARGETS = \
 	./decode:FuzzConn \
 	./decode:FuzzProduceRequest \
 	./decode:FuzzRecords \
+	./decode:FuzzFetchResponse \
 	./detect:FuzzOrder \
 	./detect:FuzzRecordMatch
 

@@ -64,6 +64,9 @@
 // over all (oldest packets dropped first, counted), and Retain after a
 // closed connection's last packet. Packets are copied into pooled slabs: no
 // allocation per packet in the steady state. A nil Evidence costs nothing.
+// A capture file read a second time needs no buffer: a [SpanWriter] writes
+// the packets of given connections within given times (analyze's
+// --write-dups).
 //
 // # Ownership
 //

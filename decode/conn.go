@@ -382,6 +382,7 @@ func (c *Conn) Close(ts time.Time) {
 	c.closed = true
 	for _, p := range c.pending {
 		if p.x == nil {
+			c.unanswered(p)
 			continue
 		}
 		p.x.NoResponse = "connection closed"

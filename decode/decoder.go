@@ -114,6 +114,10 @@ type Stats struct {
 	// Options.MaxDecompressedBytes (records past the cap are not shown).
 	RecordErrors        int64
 	DecompressTruncated int64
+	// Only when the Sink is a FetchSink: FetchResponses decoded and the
+	// whole record batches they held.
+	FetchResponses int64
+	FetchedBatches int64
 }
 
 // ConnSummary describes one connection taken as Kafka.
@@ -141,6 +145,8 @@ type Decoder struct {
 
 	// topicIDs maps a topic ID to its name, from Metadata responses v10+.
 	topicIDs map[[16]byte]string
+	// topicFrom: the response that first named each topic ID (fetch.go).
+	topicFrom map[[16]byte]topicSource
 	// names interns topic names so that each Batch of a topic shares one
 	// string and decoding a request allocates none.
 	names map[string]string
@@ -153,7 +159,16 @@ type Decoder struct {
 	preq  kmsg.ProduceRequest
 	presp kmsg.ProduceResponse
 	mresp kmsg.MetadataResponse
-	hash  xxhash.Digest
+	// Optional sinks (the Sink's own methods) and their reused requests
+	// and responses: see fetch.go and txn.go.
+	fsink  FetchSink
+	tsink  TxnSink
+	freq   kmsg.FetchRequest
+	ipreq  kmsg.InitProducerIDRequest
+	ipresp kmsg.InitProducerIDResponse
+	etreq  kmsg.EndTxnRequest
+	etresp kmsg.EndTxnResponse
+	hash   xxhash.Digest
 	// codecs decompress batches for Options.Records and RecordPrints.
 	codecs codecs
 	// raw keeps batch bytes for Options.RecordPrints; prints is the
@@ -183,6 +198,8 @@ func New(sink Sink, opts Options) *Decoder {
 		topicIDs: make(map[[16]byte]string),
 		names:    make(map[string]string),
 	}
+	d.fsink, _ = sink.(FetchSink)
+	d.tsink, _ = sink.(TxnSink)
 	for key := int16(0); ; key++ {
 		r := kmsg.RequestForKey(key)
 		if r == nil && key > 100 {

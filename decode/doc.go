@@ -24,10 +24,14 @@
 // (magic 0/1), never decompressed, each fingerprinted by a hash of the bytes
 // its CRC covers; Metadata v10+ responses, to name the topics of Produce v13
 // requests, which carry only topic IDs; ApiVersions v3+ requests, for the
-// client's software name and version (ConnInfo). Other requests are skipped
-// but kept pending so that responses stay matched. acks=0 requests complete
-// at once; every other Exchange says how many produce requests of its
-// connection were in flight once it was sent (Exchange.InFlight).
+// client's software name and version (ConnInfo). When the Sink also
+// implements FetchSink, FetchResponses v0-v18 (consumers' and followers')
+// are walked into the batches they hold with their log offsets (fetch.go);
+// when it implements TxnSink, InitProducerId and EndTxn exchanges are handed
+// over (txn.go). Other requests are skipped but kept pending so that
+// responses stay matched. acks=0 requests complete at once; every other
+// Exchange says how many produce requests of its connection were in flight
+// once it was sent (Exchange.InFlight).
 //
 // Which side is the client is decided from the bytes: the side listening on
 // a configured Kafka port is the broker; otherwise (Options.Sniff) the side

@@ -28,6 +28,9 @@ func (c *Conn) request(dir *direction, frame []byte, pos int64, ts time.Time) {
 	if h.key == keyApiVersions {
 		c.apiVersionsRequest(dir, h, frame[h.size:], pos)
 	}
+	if c.auxRequest(dir, h, clientID, frame[h.size:], pos, ts) {
+		return
+	}
 	c.d.stats.Skipped++
 	c.push(pending{corr: h.corr, key: h.key, version: h.version, flexible: h.flexible})
 }
@@ -85,7 +88,9 @@ func (c *Conn) response(dir *direction, frame []byte, pos int64, ts time.Time) {
 		c.produceResponse(dir, p, body, pos, ts)
 		return
 	case p.key == keyMetadata:
-		c.metadataResponse(dir, p, body, pos)
+		c.metadataResponse(dir, p, body, pos, ts)
+	case p.aux != nil:
+		c.auxResponse(dir, p, body, pos, ts)
 	}
 	c.d.stats.Skipped++
 }

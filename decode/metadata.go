@@ -1,5 +1,7 @@
 package decode
 
+import "time"
+
 // Metadata (API key 3): decode reads only the responses, v10 and later,
 // whose topics carry both TopicID and name, to name the topics of Produce
 // v13 requests, which carry only the ID. The map is shared by every
@@ -8,7 +10,7 @@ package decode
 
 // metadataResponse learns topic names by ID from the body of a
 // MetadataResponse answering p.
-func (c *Conn) metadataResponse(dir *direction, p pending, body []byte, pos int64) {
+func (c *Conn) metadataResponse(dir *direction, p pending, body []byte, pos int64, ts time.Time) {
 	if p.version < 10 {
 		return
 	}
@@ -25,6 +27,7 @@ func (c *Conn) metadataResponse(dir *direction, p pending, body []byte, pos int6
 			continue
 		}
 		d.learnTopic(t.TopicID, *t.Topic)
+		d.namedBy(t.TopicID, c.info, ts)
 	}
 }
 

@@ -8,6 +8,9 @@ type pending struct {
 	flexible bool
 	// x is the exchange of a ProduceRequest, nil for other requests.
 	x *Exchange
+	// aux is what decode keeps of a Fetch, InitProducerId or EndTxn
+	// request it decodes; nil for other requests.
+	aux *auxRequest
 	// lost: a gap in the responses happened while this request was
 	// pending, so its answer may have been lost.
 	lost bool
@@ -48,6 +51,7 @@ func (c *Conn) findPending(corr int32) int {
 func (c *Conn) answered(i int) pending {
 	for _, p := range c.pending[:i] {
 		if p.x == nil {
+			c.unanswered(p)
 			continue
 		}
 		p.x.NoResponse = "later response seen"

@@ -51,6 +51,7 @@ func (b *batch) finding() Finding {
 		Idempotent:    b.idempotent(),
 		Match:         MatchBytes,
 		Scope:         scope,
+		Evidence:      EvidenceProduce,
 		Attempts:      make([]Attempt, len(atts)),
 	}
 	responses := make([]Response, len(atts))

@@ -131,6 +131,10 @@ type Detector struct {
 	// hot holds, per client and partition (partitionKey), the batches
 	// still to be matched after a failed or unanswered attempt.
 	hot map[uint64]hotPartition
+	// fetch and txn hold the evidence of fetched data and transactions
+	// (evidence.go, txn.go).
+	fetch fetchState
+	txn   txnState
 }
 
 // New returns a Detector with opts, defaults filled in.
@@ -347,6 +351,7 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		first:           *at,
 	}
 	d.keepRecords(slot, bt)
+	d.watchBatch(b)
 	if bt.ProducerID >= 0 {
 		d.bySeq[sk] = slot
 		if byClient {
@@ -417,6 +422,7 @@ func (d *Detector) evictOldest() bool {
 // the finding to OnFinding at once, else it waits for Flush.
 func (d *Detector) retire(slot int32, emit bool) {
 	b := d.slab.at(slot)
+	d.unwatchBatch(b, !d.opts.Live && d.reportable(b))
 	if b.idempotent() {
 		delete(d.bySeq, d.seqKey(b))
 		if b.byClient {
@@ -485,6 +491,8 @@ func (d *Detector) Flush() []Finding {
 		}
 	}
 	d.flushRecords()
+	d.applyAll()
+	d.resetEvidence()
 	fresh := d.findings[start:]
 	slices.SortFunc(fresh, compareFindings)
 	if d.opts.OnFinding != nil {

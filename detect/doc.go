@@ -58,6 +58,17 @@
 // Decided findings are kept until Flush returns them in order, so memory
 // grows with the findings of a run, not with its traffic.
 //
+// # Fetched data and transactions
+//
+// Detector.Fetch (decode.FetchSink) takes the batches consumers and
+// followers fetched, and decides or confirms verdicts with them
+// (Finding.Evidence, evidence.go); Detector.InitProducerID and EndTxn
+// (decode.TxnSink) link transactional batches to the outcome of their
+// transaction (Finding.Transaction, txn.go). Without Live they are applied
+// at Flush, so fetches after a batch's Window still count (OnFinding, called
+// earlier, sees the finding without them); with Live, at each report, with
+// what was seen by then.
+//
 // # Live
 //
 // With Options.Live a finding is decided as soon as the last attempt sent

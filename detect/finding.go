@@ -140,10 +140,24 @@ type Finding struct {
 
 	Verdict Verdict
 	// AppendedOffsets are the distinct base offsets at which the responses
-	// show the log holds this batch, ascending.
+	// show the log holds this batch, ascending; when fetched data decided or
+	// joined in the verdict (Evidence not EvidenceProduce), the fetched
+	// offsets too.
 	AppendedOffsets []int64
 	// Reason explains the verdict in one sentence.
 	Reason string
+	// Evidence says what decided Verdict: the produce responses, the
+	// batches consumers or followers fetched, or both (evidence.go).
+	Evidence Evidence
+	// FetchedOffsets are the distinct base offsets at which fetched data
+	// held this batch, ascending; Fetches the fetch exchange that first
+	// showed each. Nil when no fetch in the capture held it.
+	FetchedOffsets []int64
+	Fetches        []WireExchange
+	// Transaction is the transaction of the batch when its producer ID is
+	// linked to a transactional.id by InitProducerId or EndTxn; nil
+	// otherwise.
+	Transaction *Transaction
 
 	// Attempts in the order they were sent, at most MaxAttempts of them:
 	// the first ones.

@@ -73,6 +73,8 @@ func (d *Detector) settled() {
 func (d *Detector) report(slot int32, b *batch) Finding {
 	f := b.finding()
 	d.attachRecords(&f, slot)
+	d.applyEvidence(&f)
+	d.applyTxn(&f)
 	rs := d.reports[slot]
 	f.Revision = int(rs.revision)
 	ts := d.topic(f.Topic, f.TopicID)
@@ -129,6 +131,7 @@ func (d *Detector) flushLive() []Finding {
 	d.age.reset()
 	d.settling.reset()
 	clear(d.reports)
+	d.resetEvidence()
 	fresh := d.fresh
 	d.fresh = nil
 	if !d.opts.KeepFindings {

@@ -87,6 +87,11 @@ type jsonFinding struct {
 	// Record-level findings only.
 	BatchRelation  string `json:"batch_relation,omitempty"`
 	RecordsOmitted int    `json:"records_omitted,omitempty"`
+
+	// Evidence, FetchedOffsets, Transaction: see evidence.go.
+	Evidence       string           `json:"evidence"`
+	FetchedOffsets []int64          `json:"fetched_offsets,omitempty"`
+	Transaction    *jsonTransaction `json:"transaction,omitempty"`
 }
 
 type jsonAttempt struct {
@@ -226,6 +231,7 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 		id := detect.TopicIDString(f.TopicID)
 		j.TopicID = &id
 	}
+	addEvidence(&j, f)
 	for i := range f.Attempts {
 		a := &f.Attempts[i]
 		ja := &j.Attempts[i]

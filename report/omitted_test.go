@@ -16,7 +16,7 @@ func TestAttemptsOmittedJSON(t *testing.T) {
 		want    string
 	}{
 		{0, ""},
-		{250, `"attempts":[],"attempts_omitted":250}`},
+		{250, `"attempts":[],"attempts_omitted":250,`},
 	} {
 		var b bytes.Buffer
 		if err := NewJSON(&b).Finding(detect.Finding{AttemptsOmitted: tc.omitted}); err != nil {

@@ -63,6 +63,9 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 			plural(int64(f.NumRecords), "record"), how, idem, f.Magic, offsetsText(f.AppendedOffsets))
 	}
 	fmt.Fprintf(b, "   %s\n", f.Reason)
+	if ev := evidenceText(&f); ev != "" {
+		fmt.Fprintf(b, "   %s\n", ev)
+	}
 
 	// A finding across connections shows the connection of each attempt
 	// first: correlation IDs are per connection.

@@ -36,6 +36,7 @@ type analyzeConfig struct {
 	files           []string
 	clockSkew       clockSkewFlag
 	skew            []time.Duration // per file, from clockSkew
+	writeDups       string          // --write-dups FILE: see writedups.go
 }
 
 func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) {
@@ -59,6 +60,7 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	fs.IntVar(&cfg.records, "records", 0, recordsUsage)
 	fs.BoolVar(&cfg.recordMatch, "record-match", true, recordMatchUsage)
 	fs.BoolVar(&cfg.appDuplicates, "app-duplicates", false, appDuplicatesUsage)
+	fs.StringVar(&cfg.writeDups, "write-dups", "", writeDupsUsage)
 	fs.Var(&cfg.clockSkew, "clock-skew", "`FILE=DURATION` added to every timestamp of one capture file (e.g. broker2.pcap=-1.5s), repeated per file; FILE may be a 1-based position")
 	// Flags may come before, between or after the files, as people type
 	// them; "--" ends the flags, so a file named like one can be given.
@@ -104,6 +106,9 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	}
 	if cfg.skew, err = cfg.clockSkew.resolve(cfg.files); err != nil {
 		return nil, err
+	}
+	if cfg.writeDups != "" && slices.Contains(cfg.files, "-") {
+		return nil, errors.New("--write-dups reads the capture files twice: standard input (-) cannot be read again")
 	}
 	return cfg, nil
 }
@@ -182,6 +187,12 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	for _, e := range p.dec.Errors() {
 		fmt.Fprintf(stderr, "kdupcap: warning: %s\n", e)
 	}
+	if cfg.writeDups != "" {
+		if err := p.writeDups(cfg, findings, stderr); err != nil {
+			fmt.Fprintf(stderr, "kdupcap: --write-dups: %v\n", err)
+			return exitFailure
+		}
+	}
 
 	switch {
 	case len(inputErrs) > 0:
@@ -237,5 +248,6 @@ func (p *pipeline) readFiles(files []string, skew []time.Duration, stdin io.Read
 			continue
 		}
 		p.asm.Add(pkt)
+		p.noteLink(pkt.LinkType)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/gopacket/gopacket/layers"
 	"github.com/kdupcap/kdupcap/capture"
 	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
@@ -53,12 +54,21 @@ type pipeline struct {
 	asm *capture.Assembler
 	dec *decode.Decoder
 	det *detect.Detector
+	// links are the link types of the packets read (writedups.go).
+	links []layers.LinkType
 }
 
-// sinkFunc adapts a function to decode.Sink.
-type sinkFunc func(*decode.Exchange)
+// observed is the Detector as decode's sink (fetches and transactions
+// included), with observe shown every produce exchange first.
+type observed struct {
+	*detect.Detector
+	observe func(*decode.Exchange)
+}
 
-func (f sinkFunc) Produce(x *decode.Exchange) { f(x) }
+func (o observed) Produce(x *decode.Exchange) {
+	o.observe(x)
+	o.Detector.Produce(x)
+}
 
 func newPipeline(o pipelineOptions) *pipeline {
 	p := &pipeline{}
@@ -66,10 +76,7 @@ func newPipeline(o pipelineOptions) *pipeline {
 		OnFinding: o.onFinding, AllRecords: o.allRecords})
 	var sink decode.Sink = p.det
 	if o.observe != nil {
-		sink = sinkFunc(func(x *decode.Exchange) {
-			o.observe(x)
-			p.det.Produce(x)
-		})
+		sink = observed{p.det, o.observe}
 	}
 	dopts := decode.Options{Ports: o.ports, Sniff: o.sniff, Records: o.records, RecordPrints: o.recordMatch}
 	if o.live {
