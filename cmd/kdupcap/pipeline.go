@@ -46,6 +46,9 @@ type pipeline struct {
 	asm *capture.Assembler
 	dec *decode.Decoder
 	det *detect.Detector
+	// onRead, if set, is called by readFiles now and then with the input
+	// bytes read so far (for the progress bar).
+	onRead func(inputBytes int64)
 }
 
 // sinkFunc adapts a function to decode.Sink.
