@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -41,7 +42,9 @@ type Config struct {
 	Kdupcap  string // kdupcap binary
 	Tshark   string // tshark binary; empty: skip it
 	Port     uint16 // broker port of the generated captures
-	Runs     int    // runs of read loop and analyze; the median wall time counts
+	// AnalyzeArgs are more flags for analyze (such as --window 1m).
+	AnalyzeArgs []string
+	Runs        int // runs of read loop and analyze; the median wall time counts
 	// TsharkMaxBytes skips tshark on larger files (0: no limit); it runs
 	// about 30 times slower than analyze.
 	TsharkMaxBytes int64
@@ -180,7 +183,8 @@ func File(cfg Config, path string) ([]Measure, error) {
 	an.Tool, an.Packets = ToolAnalyze, rl.Packets
 	rs = rs[:0]
 	for range runs {
-		r, _, err := runProcess(cfg.Kdupcap, []string{"analyze", "--quiet", "--format", "json", "--port", fmt.Sprint(cfg.Port), path}, true)
+		args := append([]string{"analyze", "--quiet", "--format", "json", "--port", fmt.Sprint(cfg.Port)}, cfg.AnalyzeArgs...)
+		r, _, err := runProcess(cfg.Kdupcap, append(args, path), true)
 		if err != nil {
 			return nil, err
 		}
@@ -194,6 +198,9 @@ func File(cfg Config, path string) ([]Measure, error) {
 		return nil, fmt.Errorf("%s: analyze peak RSS %s over the %s limit", path, humanBytes(an.PeakRSS), humanBytes(cfg.MaxRSS))
 	}
 	an.Note = fmt.Sprintf("%d findings = manifest", len(m.Resends))
+	if len(cfg.AnalyzeArgs) > 0 {
+		an.Note += fmt.Sprintf(" (%s)", strings.Join(cfg.AnalyzeArgs, " "))
+	}
 	out = append(out, an)
 
 	if cfg.Tshark == "" {

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 
 	"github.com/kdupcap/kdupcap/internal/benchrun"
 )
@@ -32,6 +33,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	port := fs.Uint("port", 9092, "broker port of the captures")
 	fs.IntVar(&cfg.Runs, "runs", 3, "runs of the read loop and of analyze per file; the median wall time counts")
 	fs.Int64Var(&cfg.TsharkMaxBytes, "tshark-max-bytes", 0, "skip tshark on files larger than this (0: no limit)")
+	analyzeArgs := fs.String("analyze-args", "", "more analyze flags, space-separated (such as \"--window 1m\")")
 	maxRSS := fs.Int64("max-rss-mib", 256, "fail when analyze's peak RSS exceeds this many MiB (0: no limit)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -45,6 +47,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Port = uint16(*port)
 	cfg.MaxRSS = *maxRSS << 20
+	cfg.AnalyzeArgs = strings.Fields(*analyzeArgs)
 	cfg.Tshark = *tshark
 	if cfg.Tshark == "auto" {
 		cfg.Tshark, _ = exec.LookPath("tshark") // none: skipped
