@@ -154,9 +154,13 @@ func File(cfg Config, path string) ([]Measure, error) {
 		}
 	}
 
-	// The read loop also counts the file's packets for the others; its
-	// first run warms the page cache for all.
-	logf("%s: read loop x%d", base.File, runs)
+	// One untimed read loop brings the file into the page cache, so that
+	// every timed run reads it from memory; the read loop also counts the
+	// file's packets for the others.
+	logf("%s: read loop x%d (after one to warm the page cache)", base.File, runs)
+	if _, _, err := runProcess(cfg.ReadLoop, []string{path}, true); err != nil {
+		return nil, err
+	}
 	rl := base
 	rl.Tool = ToolReadLoop
 	var rs []run
