@@ -3,6 +3,9 @@ package benchrun
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +107,67 @@ func TestWriteTable(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestFile runs the real read loop and kdupcap (built here) on a small
+// generated capture: both measured, analyze checked against the manifest,
+// and a wrong manifest fails the bench.
+func TestFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two commands")
+	}
+	dir := t.TempDir()
+	bin := func(pkg string) string {
+		out := filepath.Join(dir, filepath.Base(pkg))
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v: %s", pkg, err, b)
+		}
+		return out
+	}
+	cfg := Config{
+		ReadLoop: bin("github.com/kdupcap/kdupcap/internal/benchrun/cmd/readloop"),
+		Kdupcap:  bin("github.com/kdupcap/kdupcap/cmd/kdupcap"),
+		Port:     9092, Runs: 2, MaxRSS: 256 << 20,
+	}
+	path := filepath.Join(dir, "gen.pcap")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := gencap.Generate(f, gencap.Config{TargetBytes: 1 << 20, MTU: 1500, ResendEvery: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	writeManifest := func(m *gencap.Manifest) {
+		mf, err := os.Create(gencap.ManifestPath(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mf.Close()
+		if err := m.WriteJSON(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeManifest(m)
+	ms, err := File(cfg, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 2 || ms[0].Tool != ToolReadLoop || ms[1].Tool != ToolAnalyze {
+		t.Fatalf("measures %+v", ms)
+	}
+	for _, x := range ms {
+		if x.Packets != m.Totals.Packets || x.Wall <= 0 || x.PeakRSS <= 0 || x.Runs != 2 {
+			t.Errorf("%s: %+v (manifest: %d packets)", x.Tool, x, m.Totals.Packets)
+		}
+	}
+
+	m.Resends[0].Verdict = "bogus"
+	writeManifest(m)
+	if _, err := File(cfg, path); err == nil || !strings.Contains(err.Error(), "differs from the manifest") {
+		t.Errorf("a wrong manifest: error %v", err)
 	}
 }
