@@ -156,7 +156,7 @@ func TestFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 2 || ms[0].Tool != ToolReadLoop || ms[1].Tool != ToolAnalyze {
+	if len(ms) != 3 || ms[0].Tool != ToolReadLoop || ms[1].Tool != ToolReadLoopZeroCopy || ms[2].Tool != ToolAnalyze {
 		t.Fatalf("measures %+v", ms)
 	}
 	for _, x := range ms {

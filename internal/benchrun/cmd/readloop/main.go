@@ -1,14 +1,16 @@
 // Command readloop is the practical limit benchrun measures kdupcap against:
-// it reads every packet of a pcap file with pcapgo (ZeroCopyReadPacketData,
-// no decoding at all) and prints the packets and captured bytes it saw as
-// one JSON object.
+// it reads every packet of a pcap file with pcapgo's ReadPacketData (a copy
+// of each packet, no decoding at all), or with -zerocopy its
+// ZeroCopyReadPacketData (no copy: what kdupcap's capture.Source uses), and
+// prints the packets and captured bytes it saw as one JSON object.
 //
-//	readloop FILE
+//	readloop [-zerocopy] FILE
 package main
 
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,11 +25,13 @@ type result struct {
 }
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: readloop FILE")
+	zeroCopy := flag.Bool("zerocopy", false, "ZeroCopyReadPacketData instead of ReadPacketData")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: readloop [-zerocopy] FILE")
 		os.Exit(2)
 	}
-	res, err := readLoop(os.Args[1])
+	res, err := readLoop(flag.Arg(0), *zeroCopy)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "readloop: %v\n", err)
 		os.Exit(1)
@@ -40,7 +44,7 @@ func main() {
 
 // readLoop reads every packet of the pcap file at path. The 64 KiB buffer
 // is the one kdupcap's capture.Source reads through.
-func readLoop(path string) (result, error) {
+func readLoop(path string, zeroCopy bool) (result, error) {
 	var res result
 	f, err := os.Open(path)
 	if err != nil {
@@ -51,8 +55,12 @@ func readLoop(path string) (result, error) {
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", path, err)
 	}
+	read := r.ReadPacketData
+	if zeroCopy {
+		read = r.ZeroCopyReadPacketData
+	}
 	for {
-		data, _, err := r.ZeroCopyReadPacketData()
+		data, _, err := read()
 		if err == io.EOF {
 			return res, nil
 		}
