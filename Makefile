@@ -4,6 +4,11 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 5s
 BENCH_SIZE  ?= 100MB
 BENCH_DIR   ?= testdata/bench
+BENCH_BIG_SIZES ?= 1GB 4GB
+BENCH_BIG_WINDOW ?= 1m
+# BENCH_TSHARK=0 leaves tshark out of the bench table.
+BENCH_TSHARK ?= 1
+BENCH_TSHARK_FLAG = $(if $(filter 0,$(BENCH_TSHARK)),-tshark=)
 
 # package:target pairs that `make test` runs briefly and `make fuzz` longer.
 FUZZ_TARGETS = \
@@ -16,7 +21,7 @@ FUZZ_TARGETS = \
 	./detect:FuzzOrder \
 	./detect:FuzzRecordMatch
 
-.PHONY: all build demo test lint unit fuzz-smoke fuzz bench clean
+.PHONY: all build demo test lint unit fuzz-smoke fuzz bench bench-big bench-tools clean
 
 all: build
 
@@ -53,27 +58,45 @@ fuzz:
 	$(MAKE) fuzz-smoke FUZZTIME=2m
 
 # Throughput on generated captures (BENCH_SIZE, default 100MB; loopback-sized
-# and Ethernet-sized segments) beside the bare pcapgo read loop, per-stage Go
-# benchmarks with allocations, and the CLI's wall time and peak RSS. The
-# analyze benchmark fails if the findings differ from the generator's manifest.
-bench: build
+# and Ethernet-sized segments): per-stage Go benchmarks with allocations
+# (benchstat-comparable), then the bare pcapgo read loop, `kdupcap analyze`
+# and tshark (BENCH_TSHARK=0 skips it) side by side, each as its own process,
+# in one table with wall time, MB/s, packets/s and peak RSS. The bench fails
+# if analyze's findings differ from the generator's manifest or its peak RSS
+# exceeds 256 MiB.
+bench: build bench-tools
 	mkdir -p $(BENCH_DIR)
 	$(GO) run ./internal/gencap/cmd/gencap -o $(BENCH_DIR)/bench-lo.pcap -size $(BENCH_SIZE) -mtu 65535
 	$(GO) run ./internal/gencap/cmd/gencap -o $(BENCH_DIR)/bench-eth.pcap -size $(BENCH_SIZE) -mtu 1500
 	$(GO) test -run='^$$' -bench=. -benchmem ./capture ./decode ./detect
-	@for f in bench-lo bench-eth; do \
-		echo "== $$f.pcap"; \
-		KDUPCAP_BENCH_PCAP=$(abspath $(BENCH_DIR))/$$f.pcap $(GO) test -run='^$$' -bench='Analyze|ReadLoop' \
-			-benchmem -benchtime=3x ./cmd/kdupcap | grep -E '^Benchmark' || exit 1; \
-		if [ -x /usr/bin/time ]; then \
-			/usr/bin/time -f "kdupcap analyze: %e s wall, %M KB peak RSS" ./kdupcap analyze --format json $(BENCH_DIR)/$$f.pcap >/dev/null; \
-		fi; \
-	done
+	bin/benchrun -kdupcap ./kdupcap -readloop bin/readloop $(BENCH_TSHARK_FLAG) \
+		$(BENCH_DIR)/bench-lo.pcap $(BENCH_DIR)/bench-eth.pcap
 	@echo "== live path: AF_PACKET ring on lo -> reassembly -> Kafka decode -> detect (root only)"
 	@if [ "$$(id -u)" = 0 ]; then \
 		$(GO) test -run='^$$' -bench='LiveLoopback' -benchtime=200000x ./capture/live | grep -E '^Benchmark'; \
 		$(GO) test -run='^$$' -bench='LivePipeline' -benchtime=300000x ./cmd/kdupcap | grep -E '^Benchmark'; \
 	else echo "skipped: not root"; fi
 
+# Peak RSS does not grow with the file: analyze on generated loopback-MTU
+# captures of each size in BENCH_BIG_SIZES (default 1GB and 4GB; ~5 GB of
+# disk), tshark on files up to 1.1 GB only. Memory follows the batches
+# remembered in the detection window: the generator writes ~8.5 MB of
+# capture per second of capture time, so the default 10m window would hold
+# all of a 4 GB file; BENCH_BIG_WINDOW (default 1m) is shorter than both
+# files. The files are deleted afterwards unless BENCH_KEEP=1.
+bench-big: build bench-tools
+	mkdir -p $(BENCH_DIR)/big
+	@for s in $(BENCH_BIG_SIZES); do \
+		$(GO) run ./internal/gencap/cmd/gencap -o $(BENCH_DIR)/big/bench-lo-$$s.pcap -size $$s -mtu 65535 || exit 1; \
+	done
+	bin/benchrun -runs 1 -tshark-max-bytes 1200000000 -analyze-args "--window $(BENCH_BIG_WINDOW)" -kdupcap ./kdupcap -readloop bin/readloop $(BENCH_TSHARK_FLAG) \
+		$(foreach s,$(BENCH_BIG_SIZES),$(BENCH_DIR)/big/bench-lo-$(s).pcap); \
+		rc=$$?; [ "$(BENCH_KEEP)" = 1 ] || rm -rf $(BENCH_DIR)/big; exit $$rc
+
+# The read loop and the table maker of the benches.
+bench-tools:
+	$(GO) build -o bin/readloop ./internal/benchrun/cmd/readloop
+	$(GO) build -o bin/benchrun ./internal/benchrun/cmd/benchrun
+
 clean:
-	rm -rf kdupcap $(BENCH_DIR)
+	rm -rf kdupcap bin $(BENCH_DIR)

@@ -196,6 +196,16 @@ func (m *Merged) Layout() Layout {
 	return Consecutive
 }
 
+// InputBytes is the sum of Source.InputBytes over the merged sources,
+// ended ones included: the progress of reading them all.
+func (m *Merged) InputBytes() int64 {
+	var n int64
+	for _, s := range m.srcs {
+		n += s.InputBytes()
+	}
+	return n
+}
+
 // Close closes every source and returns the first error.
 func (m *Merged) Close() error {
 	var first error

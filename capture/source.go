@@ -61,6 +61,7 @@ type Source struct {
 	file    io.Closer // closed by Close when the Source opened it
 	closeFn func()    // releases the decompressor, if any
 	codec   string
+	in      *countingReader // the input as given, compressed or not
 	cnt     *countingReader
 	br      *bufio.Reader
 	pcap    *pcapgo.Reader
@@ -97,8 +98,8 @@ func Open(name string) (*Source, error) {
 // the file header before returning. Every error is an *InputError. Close
 // does not close r.
 func NewSource(name string, r io.Reader) (*Source, error) {
-	s := &Source{name: name}
-	raw := bufio.NewReaderSize(r, readerSize)
+	s := &Source{name: name, in: &countingReader{r: r}}
+	raw := bufio.NewReaderSize(s.in, readerSize)
 	head, err := raw.Peek(4)
 	if len(head) == 0 {
 		if err == nil || err == io.EOF {
@@ -214,6 +215,12 @@ func (s *Source) Close() error {
 	}
 	return nil
 }
+
+// InputBytes is how many bytes of the input as given (the file, still
+// compressed if it is) the Source has read so far, for progress against the
+// file's size. It runs up to two read buffers (128 KiB) ahead of the packets
+// returned, and is not an offset for errors: InputError.Offset is.
+func (s *Source) InputBytes() int64 { return s.in.n }
 
 func (s *Source) fail(off int64, err error) *InputError {
 	return &InputError{File: s.name, Offset: off, Err: err, codec: s.codec}

@@ -34,6 +34,7 @@ type analyzeConfig struct {
 	recordMatch     bool
 	appDuplicates   bool
 	files           []string
+	quiet           bool
 	clockSkew       clockSkewFlag
 	skew            []time.Duration // per file, from clockSkew
 	writeDups       string          // --write-dups FILE: see writedups.go
@@ -61,6 +62,7 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	fs.BoolVar(&cfg.recordMatch, "record-match", true, recordMatchUsage)
 	fs.BoolVar(&cfg.appDuplicates, "app-duplicates", false, appDuplicatesUsage)
 	fs.StringVar(&cfg.writeDups, "write-dups", "", writeDupsUsage)
+	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress bar (there is one on stderr only when stderr is a terminal)")
 	fs.Var(&cfg.clockSkew, "clock-skew", "`FILE=DURATION` added to every timestamp of one capture file (e.g. broker2.pcap=-1.5s), repeated per file; FILE may be a 1-based position")
 	// Flags may come before, between or after the files, as people type
 	// them; "--" ends the flags, so a file named like one can be given.
@@ -162,8 +164,12 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		allRecords:  cfg.appDuplicates,
 		observe:     prof.Produce,
 	})
+	bar := newProgress(stderr, progressOn(stderr, cfg.quiet), inputSize(cfg.files), p.det.Stats)
+	p.onRead = bar.update
+	errs := p.readFiles(cfg.files, cfg.skew, stdin)
+	bar.finish()
 	var inputErrs []string
-	for _, err := range p.readFiles(cfg.files, cfg.skew, stdin) {
+	for _, err := range errs {
 		inputErrs = append(inputErrs, err.Error())
 		fmt.Fprintf(stderr, "kdupcap: %v\n", err)
 	}
@@ -238,9 +244,15 @@ func (p *pipeline) readFiles(files []string, skew []time.Duration, stdin io.Read
 	}
 	m := capture.Merge(srcs, capture.MergeOptions{ClockSkew: sskew})
 	defer m.Close()
-	for {
+	for n := 0; ; n++ {
+		if p.onRead != nil && n&progressEvery == 0 {
+			p.onRead(m.InputBytes())
+		}
 		pkt, err := m.Next()
 		if err == io.EOF {
+			if p.onRead != nil {
+				p.onRead(m.InputBytes())
+			}
 			return errs
 		}
 		if err != nil {

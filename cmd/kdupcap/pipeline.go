@@ -56,6 +56,9 @@ type pipeline struct {
 	det *detect.Detector
 	// links are the link types of the packets read (writedups.go).
 	links []layers.LinkType
+	// onRead, if set, is called by readFiles now and then with the input
+	// bytes read so far (for the progress bar).
+	onRead func(inputBytes int64)
 }
 
 // observed is the Detector as decode's sink (fetches and transactions

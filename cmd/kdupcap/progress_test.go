@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/internal/gencap"
+)
+
+// TestProgressBar draws the bar, forced on, into a buffer standing for the
+// terminal, on a real analyze run of a generated capture: it shows bytes
+// of total, a rate, the findings and re-sends so far, and is cleared at the
+// end. The bar never writes to stdout.
+func TestProgressBar(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gen.pcap")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := gencap.Generate(f, gencap.Config{TargetBytes: 2 << 20, ResendEvery: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	total := inputSize([]string{path})
+	if st, _ := os.Stat(path); total != st.Size() {
+		t.Fatalf("inputSize %d, file %d bytes", total, st.Size())
+	}
+
+	var term bytes.Buffer
+	p := newPipeline(pipelineOptions{ports: []uint16{9092}, sniff: true, window: defaultWindow, idleTimeout: defaultIdleTimeout})
+	bar := newProgress(&term, true, total, p.det.Stats)
+	bar.interval = 0 // redraw on every call
+	var calls int
+	var last int64
+	p.onRead = func(n int64) {
+		calls++
+		if n < last {
+			t.Errorf("input bytes went back from %d to %d", last, n)
+		}
+		last = n
+		bar.update(n)
+	}
+	if errs := p.readFiles([]string{path}, nil, nil); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	bar.finish()
+	findings := p.finish()
+	if len(findings) != len(m.Resends) || len(findings) == 0 {
+		t.Fatalf("%d findings, manifest %d", len(findings), len(m.Resends))
+	}
+	if last != total || calls < 2 {
+		t.Errorf("onRead: %d calls, last %d bytes, want the file's %d", calls, last, total)
+	}
+	out := term.String()
+	// Reaching the total ends the bar, which clears it instead of drawing
+	// 100%.
+	for _, want := range []string{"%", "MB/s", "re-sends", "findings", fmt.Sprintf("/%.1f MB", float64(total)/1e6)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bar output lacks %q:\n%q", want, out)
+		}
+	}
+	// Cleared: the last thing written is a carriage return after blanks.
+	if !strings.HasSuffix(out, "\r") {
+		t.Errorf("bar not cleared at the end: %q", out[max(0, len(out)-80):])
+	}
+}
+
+// TestProgressSilent: no bar when stderr is not a terminal (a buffer, a
+// file, a pipe) or with --quiet, and a nil bar is safe to use.
+func TestProgressSilent(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	file, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	for _, tc := range []struct {
+		name   string
+		stderr any
+		quiet  bool
+	}{
+		{"buffer", &bytes.Buffer{}, false},
+		{"pipe", w, false},
+		{"file", file, false},
+		{"quiet pipe", w, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var on bool
+			switch s := tc.stderr.(type) {
+			case *bytes.Buffer:
+				on = progressOn(s, tc.quiet)
+			case *os.File:
+				on = progressOn(s, tc.quiet)
+			}
+			if on {
+				t.Fatal("progress bar on")
+			}
+			var bar *progress = newProgress(&bytes.Buffer{}, on, 100, func() detect.Stats { return detect.Stats{} })
+			if bar != nil {
+				t.Fatal("newProgress returned a bar when off")
+			}
+			bar.update(50) // nil-safe
+			bar.finish()
+		})
+	}
+	if got := inputSize([]string{"-"}); got != -1 {
+		t.Errorf("inputSize of stdin = %d, want -1", got)
+	}
+}
+
+// TestAnalyzeQuiet: --quiet is accepted and stderr stays empty on a clean
+// run, as it does without it when stderr is not a terminal.
+func TestAnalyzeQuiet(t *testing.T) {
+	for _, args := range [][]string{
+		{"analyze", "--quiet", "../../testdata/seed-idempotent-retry.pcap"},
+		{"analyze", "../../testdata/seed-idempotent-retry.pcap"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr.String())
+		}
+		if stderr.Len() != 0 {
+			t.Errorf("%v: stderr %q", args, stderr.String())
+		}
+		if stdout.Len() == 0 {
+			t.Errorf("%v: no output", args)
+		}
+	}
+}

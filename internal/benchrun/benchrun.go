@@ -1,0 +1,391 @@
+// Package benchrun measures whole programs on one generated capture, side by
+// side, each as its own process: the bare pcapgo read loop (the practical
+// limit), `kdupcap analyze`, and tshark's Kafka dissector when installed.
+// For each it records wall time, throughput in MB/s and packets/s, and the
+// peak resident set size the kernel reports for the process (rusage
+// ru_maxrss). `make bench` and `make bench-big` run it through
+// cmd/benchrun; analyze's findings are checked against the generator's
+// manifest, so a fast but wrong run fails the bench.
+package benchrun
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kdupcap/kdupcap/internal/gencap"
+)
+
+// Tool names as they appear in the table. The read loop is pcapgo's
+// ReadPacketData, the limit the issue names; the zero-copy one reads as
+// kdupcap's capture.Source does, without a copy per packet.
+const (
+	ToolReadLoop         = "read loop"
+	ToolReadLoopZeroCopy = "read loop, zero-copy"
+	ToolAnalyze          = "analyze"
+	ToolTshark           = "tshark"
+)
+
+// Config says what to run.
+type Config struct {
+	ReadLoop string // readloop binary
+	Kdupcap  string // kdupcap binary
+	Tshark   string // tshark binary; empty: skip it
+	Port     uint16 // broker port of the generated captures
+	// AnalyzeArgs are more flags for analyze (such as --window 1m).
+	AnalyzeArgs []string
+	Runs        int // runs of read loop and analyze; the median wall time counts
+	// TsharkMaxBytes skips tshark on larger files (0: no limit); it runs
+	// about 30 times slower than analyze.
+	TsharkMaxBytes int64
+	// MaxRSS fails the bench when analyze's peak RSS exceeds it (0: no
+	// limit): memory must not grow with the file.
+	MaxRSS int64
+	Log    io.Writer // progress lines; nil: none
+}
+
+// Measure is one tool on one file.
+type Measure struct {
+	File string
+	Size int64 // bytes of the file
+	Tool string
+	Wall time.Duration // median of the runs
+	// CPU is user plus system time of the run with the median wall time:
+	// steadier than Wall on a machine other work shares.
+	CPU     time.Duration
+	Packets int64 // packets in the file (from the read loop)
+	PeakRSS int64 // bytes, the largest of the runs
+	Runs    int
+	Note    string
+}
+
+// MBps is the file's size in MB (10^6 bytes) over the wall time.
+func (m Measure) MBps() float64 { return float64(m.Size) / 1e6 / m.Wall.Seconds() }
+
+// CPUMBps is the file's size in MB over the CPU time.
+func (m Measure) CPUMBps() float64 { return float64(m.Size) / 1e6 / m.CPU.Seconds() }
+
+// PacketsPerSec is the file's packets over the wall time.
+func (m Measure) PacketsPerSec() float64 { return float64(m.Packets) / m.Wall.Seconds() }
+
+// run is one finished process.
+type run struct {
+	wall   time.Duration
+	cpu    time.Duration
+	maxRSS int64
+	stdout []byte
+}
+
+// runProcess runs name with args and measures it. Its stdout is kept when
+// keepStdout, else only its lines are counted (the count is returned);
+// its stderr is kept for the error.
+func runProcess(name string, args []string, keepStdout bool) (run, int64, error) {
+	cmd := exec.Command(name, args...)
+	var out bytes.Buffer
+	lines := &lineCounter{}
+	if keepStdout {
+		cmd.Stdout = &out
+	} else {
+		cmd.Stdout = lines
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		return run{}, 0, fmt.Errorf("%s %v: %w: %s", filepath.Base(name), args, err, firstLines(stderr.Bytes(), 5))
+	}
+	var rss int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = int64(ru.Maxrss) * 1024 // kilobytes on Linux
+	}
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return run{wall: wall, cpu: cpu, maxRSS: rss, stdout: out.Bytes()}, lines.n, nil
+}
+
+// lineCounter counts newlines written to it and keeps nothing.
+type lineCounter struct{ n int64 }
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	c.n += int64(bytes.Count(p, []byte{'\n'}))
+	return len(p), nil
+}
+
+func firstLines(b []byte, n int) string {
+	lines := bytes.SplitN(b, []byte{'\n'}, n+1)
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return string(bytes.Join(lines, []byte{'\n'}))
+}
+
+// File measures every tool on path, whose manifest lies beside it, and
+// checks analyze's findings against the manifest: an error if they differ.
+func File(cfg Config, path string) ([]Measure, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	mf, err := os.Open(gencap.ManifestPath(path))
+	if err != nil {
+		return nil, fmt.Errorf("manifest of %s: %w", path, err)
+	}
+	m, err := gencap.ReadManifest(mf)
+	mf.Close()
+	if err != nil {
+		return nil, err
+	}
+	runs := max(cfg.Runs, 1)
+	base := Measure{File: filepath.Base(path), Size: st.Size(), Runs: runs}
+	logf := func(format string, args ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, format+"\n", args...)
+		}
+	}
+
+	// One untimed read loop brings the file into the page cache, so that
+	// every timed run reads it from memory; the read loop also counts the
+	// file's packets for the others.
+	if _, _, err := runProcess(cfg.ReadLoop, []string{path}, true); err != nil {
+		return nil, err
+	}
+	var out []Measure
+	for _, tool := range []string{ToolReadLoop, ToolReadLoopZeroCopy} {
+		logf("%s: %s x%d", base.File, tool, runs)
+		args := []string{path}
+		if tool == ToolReadLoopZeroCopy {
+			args = []string{"-zerocopy", path}
+		}
+		rl := base
+		rl.Tool = tool
+		var rs []run
+		for range runs {
+			r, _, err := runProcess(cfg.ReadLoop, args, true)
+			if err != nil {
+				return nil, err
+			}
+			var res struct{ Packets int64 }
+			if err := json.Unmarshal(r.stdout, &res); err != nil {
+				return nil, fmt.Errorf("read loop output %q: %w", r.stdout, err)
+			}
+			rl.Packets = res.Packets
+			rs = append(rs, r)
+		}
+		if rl.Packets != m.Totals.Packets {
+			return nil, fmt.Errorf("%s: read loop saw %d packets, the manifest says %d", path, rl.Packets, m.Totals.Packets)
+		}
+		rl.Wall, rl.CPU, rl.PeakRSS = summarize(rs)
+		out = append(out, rl)
+	}
+	packets := out[0].Packets
+
+	logf("%s: kdupcap analyze x%d", base.File, runs)
+	an := base
+	an.Tool, an.Packets = ToolAnalyze, packets
+	var rs []run
+	for range runs {
+		args := append([]string{"analyze", "--quiet", "--format", "json", "--port", fmt.Sprint(cfg.Port)}, cfg.AnalyzeArgs...)
+		r, _, err := runProcess(cfg.Kdupcap, append(args, path), true)
+		if err != nil {
+			return nil, err
+		}
+		if err := CheckFindings(r.stdout, m); err != nil {
+			return nil, fmt.Errorf("%s: analyze differs from the manifest: %w", path, err)
+		}
+		rs = append(rs, r)
+	}
+	an.Wall, an.CPU, an.PeakRSS = summarize(rs)
+	if cfg.MaxRSS > 0 && an.PeakRSS > cfg.MaxRSS {
+		return nil, fmt.Errorf("%s: analyze peak RSS %s over the %s limit", path, humanBytes(an.PeakRSS), humanBytes(cfg.MaxRSS))
+	}
+	an.Note = fmt.Sprintf("%d findings = manifest", len(m.Resends))
+	if len(cfg.AnalyzeArgs) > 0 {
+		an.Note += fmt.Sprintf(" (%s)", strings.Join(cfg.AnalyzeArgs, " "))
+	}
+	out = append(out, an)
+
+	if cfg.Tshark == "" {
+		return out, nil
+	}
+	ts := base
+	ts.Tool, ts.Packets, ts.Runs = ToolTshark, packets, 1
+	if cfg.TsharkMaxBytes > 0 && st.Size() > cfg.TsharkMaxBytes {
+		logf("%s: tshark skipped (file over %d bytes)", base.File, cfg.TsharkMaxBytes)
+		return out, nil
+	}
+	logf("%s: tshark x1", base.File)
+	r, n, err := runProcess(cfg.Tshark, []string{"-r", path, "-d", fmt.Sprintf("tcp.port==%d,kafka", cfg.Port),
+		"-Y", "kafka.request_key==0", "-T", "fields", "-e", "kafka.correlation_id"}, false)
+	if err != nil {
+		return nil, err
+	}
+	ts.Wall, ts.CPU, ts.PeakRSS = r.wall, r.cpu, r.maxRSS
+	// tshark 4.0 does not list Produce v9 and later; say how many it saw.
+	ts.Note = fmt.Sprintf("listed %d of %d produce requests", n, m.Totals.ProduceRequests)
+	return append(out, ts), nil
+}
+
+// summarize returns the median wall time with the CPU time of that run, and
+// the largest peak RSS of runs.
+func summarize(rs []run) (wall, cpu time.Duration, rss int64) {
+	sorted := slices.Clone(rs)
+	slices.SortFunc(sorted, func(a, b run) int { return cmp.Compare(a.wall, b.wall) })
+	for _, r := range rs {
+		rss = max(rss, r.maxRSS)
+	}
+	mid := sorted[len(sorted)/2]
+	return mid.wall, mid.cpu, rss
+}
+
+// jsonFinding is what CheckFindings reads of a finding line of
+// `kdupcap analyze --format json`.
+type jsonFinding struct {
+	Type            string  `json:"type"`
+	Client          string  `json:"client"`
+	Broker          string  `json:"broker"`
+	Topic           string  `json:"topic"`
+	Partition       int32   `json:"partition"`
+	Verdict         string  `json:"verdict"`
+	AppendedOffsets []int64 `json:"appended_offsets"`
+	Attempts        []struct {
+		CorrelationID int32 `json:"correlation_id"`
+	} `json:"attempts"`
+}
+
+// CheckFindings compares the findings in out, analyze's JSON Lines, with
+// the manifest's resends: the same set, each with the same client, broker,
+// topic-partition, attempts (by correlation ID, in order), verdict and
+// appended offsets.
+func CheckFindings(out []byte, m *gencap.Manifest) error {
+	type key struct {
+		client, broker, topic string
+		partition             int32
+		first                 int32
+	}
+	want := map[key]gencap.Resend{}
+	for _, r := range m.Resends {
+		want[key{r.Client, r.Broker, r.Topic, r.Partition, r.CorrelationIDs[0]}] = r
+	}
+	n := 0
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var f jsonFinding
+		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+			return fmt.Errorf("analyze output line %q: %w", firstLines(sc.Bytes(), 1), err)
+		}
+		if f.Type != "duplicate" { // the summary line
+			continue
+		}
+		n++
+		if len(f.Attempts) == 0 {
+			return errors.New("a finding with no attempts")
+		}
+		k := key{f.Client, f.Broker, f.Topic, f.Partition, f.Attempts[0].CorrelationID}
+		r, ok := want[k]
+		if !ok {
+			return fmt.Errorf("finding not in the manifest: %+v", k)
+		}
+		delete(want, k)
+		ids := make([]int32, len(f.Attempts))
+		for i, a := range f.Attempts {
+			ids[i] = a.CorrelationID
+		}
+		if !slices.Equal(ids, r.CorrelationIDs) || f.Verdict != r.Verdict || !slices.Equal(f.AppendedOffsets, r.AppendedOffsets) {
+			return fmt.Errorf("finding %+v: attempts %v verdict %s offsets %v, manifest %v %s %v",
+				k, ids, f.Verdict, f.AppendedOffsets, r.CorrelationIDs, r.Verdict, r.AppendedOffsets)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if len(want) > 0 {
+		missing := make([]string, 0, len(want))
+		for k := range want {
+			missing = append(missing, fmt.Sprintf("%+v", k))
+		}
+		sort.Strings(missing)
+		return fmt.Errorf("%d findings, the manifest re-sent %d batches; missing e.g. %s", n, len(m.Resends), missing[0])
+	}
+	return nil
+}
+
+// WriteTable prints ms as one aligned table, then per file the ratios
+// analyze/read loop and analyze/tshark (of MB/s; the same file, so of
+// packets/s too).
+func WriteTable(w io.Writer, ms []Measure) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "file\tsize\ttool\truns\twall\tMB/s\tpackets/s\tpeak RSS\tCPU\tMB/CPU-s\t\tnote\t")
+	for _, m := range ms {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.3fs\t%.0f\t%.0f\t%s\t%.3fs\t%.0f\t\t%s\t\n", m.File, humanBytes(m.Size), m.Tool, m.Runs,
+			m.Wall.Seconds(), m.MBps(), m.PacketsPerSec(), humanBytes(m.PeakRSS), m.CPU.Seconds(), m.CPUMBps(), m.Note)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range Ratios(ms) {
+		if _, err := fmt.Fprintln(w, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Ratios returns one line per file: analyze as a share of the read loops'
+// throughput, and as a multiple of tshark's when tshark ran; by wall time
+// and by CPU time.
+func Ratios(ms []Measure) []string {
+	var files []string
+	by := map[string]map[string]Measure{}
+	for _, m := range ms {
+		if by[m.File] == nil {
+			by[m.File] = map[string]Measure{}
+			files = append(files, m.File)
+		}
+		by[m.File][m.Tool] = m
+	}
+	var out []string
+	for _, f := range files {
+		t := by[f]
+		an, ok := t[ToolAnalyze]
+		if !ok {
+			continue
+		}
+		line := f + ":"
+		if rl, ok := t[ToolReadLoop]; ok {
+			line += fmt.Sprintf(" analyze/read loop = %.0f%% (CPU time: %.0f%%)", 100*an.MBps()/rl.MBps(), 100*an.CPUMBps()/rl.CPUMBps())
+		}
+		if rl, ok := t[ToolReadLoopZeroCopy]; ok {
+			line += fmt.Sprintf(", analyze/zero-copy read loop = %.0f%% (CPU time: %.0f%%)", 100*an.MBps()/rl.MBps(), 100*an.CPUMBps()/rl.CPUMBps())
+		}
+		if ts, ok := t[ToolTshark]; ok {
+			line += fmt.Sprintf(", analyze/tshark = %.1fx (CPU time: %.1fx)", an.MBps()/ts.MBps(), an.CPUMBps()/ts.CPUMBps())
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// humanBytes writes n in MiB, or GiB from 1 GiB on.
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	default:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+}

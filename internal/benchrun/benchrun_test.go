@@ -1,0 +1,173 @@
+package benchrun
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kdupcap/kdupcap/internal/gencap"
+)
+
+// findingsJSON writes the manifest's resends as analyze's JSON Lines would,
+// then a summary line; edit changes each finding first.
+func findingsJSON(t *testing.T, m *gencap.Manifest, edit func(i int, f map[string]any)) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for i, r := range m.Resends {
+		var attempts []map[string]any
+		for _, id := range r.CorrelationIDs {
+			attempts = append(attempts, map[string]any{"correlation_id": id})
+		}
+		f := map[string]any{"type": "duplicate", "client": r.Client, "broker": r.Broker, "topic": r.Topic,
+			"partition": r.Partition, "verdict": r.Verdict, "appended_offsets": r.AppendedOffsets, "attempts": attempts}
+		if edit != nil {
+			edit(i, f)
+		}
+		if err := enc.Encode(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := enc.Encode(map[string]any{"type": "summary", "findings": len(m.Resends)}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestCheckFindings(t *testing.T) {
+	var sink bytes.Buffer
+	m, err := gencap.Generate(&sink, gencap.Config{TargetBytes: 1 << 20, ResendEvery: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Resends) < 2 {
+		t.Fatalf("only %d resends generated", len(m.Resends))
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(i int, f map[string]any)
+		want string // error substring; empty: no error
+	}{
+		{"equal", nil, ""},
+		{"verdict differs", func(i int, f map[string]any) {
+			if i == 1 {
+				f["verdict"] = "bogus"
+			}
+		}, "verdict bogus"},
+		{"attempt missing", func(i int, f map[string]any) {
+			if i == 0 {
+				f["attempts"] = f["attempts"].([]map[string]any)[:1]
+			}
+		}, "attempts"},
+		{"finding missing", func(i int, f map[string]any) {
+			if i == 0 {
+				clear(f)
+				f["type"] = "other"
+			}
+		}, "findings, the manifest re-sent"},
+		{"finding not in the manifest", func(i int, f map[string]any) {
+			if i == 0 {
+				f["partition"] = 999
+			}
+		}, "not in the manifest"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckFindings(findingsJSON(t, m, tc.edit), m)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatal(err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want one with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	ms := []Measure{
+		{File: "a.pcap", Size: 100e6, Tool: ToolReadLoop, Runs: 3, Wall: 100 * time.Millisecond, CPU: 100 * time.Millisecond, Packets: 1000, PeakRSS: 7 << 20},
+		{File: "a.pcap", Size: 100e6, Tool: ToolAnalyze, Runs: 3, Wall: 200 * time.Millisecond, CPU: 250 * time.Millisecond, Packets: 1000, PeakRSS: 40 << 20},
+		{File: "a.pcap", Size: 100e6, Tool: ToolTshark, Runs: 1, Wall: 6 * time.Second, CPU: 5 * time.Second, Packets: 1000, PeakRSS: 300 << 20},
+	}
+	var out bytes.Buffer
+	if err := WriteTable(&out, ms); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"500",  // analyze MB/s
+		"5000", // analyze packets/s
+		"40.0 MiB",
+		"a.pcap: analyze/read loop = 50% (CPU time: 40%), analyze/tshark = 30.0x (CPU time: 20.0x)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestFile runs the real read loop and kdupcap (built here) on a small
+// generated capture: both measured, analyze checked against the manifest,
+// and a wrong manifest fails the bench.
+func TestFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two commands")
+	}
+	dir := t.TempDir()
+	bin := func(pkg string) string {
+		out := filepath.Join(dir, filepath.Base(pkg))
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v: %s", pkg, err, b)
+		}
+		return out
+	}
+	cfg := Config{
+		ReadLoop: bin("github.com/kdupcap/kdupcap/internal/benchrun/cmd/readloop"),
+		Kdupcap:  bin("github.com/kdupcap/kdupcap/cmd/kdupcap"),
+		Port:     9092, Runs: 2, MaxRSS: 256 << 20,
+	}
+	path := filepath.Join(dir, "gen.pcap")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := gencap.Generate(f, gencap.Config{TargetBytes: 1 << 20, MTU: 1500, ResendEvery: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	writeManifest := func(m *gencap.Manifest) {
+		mf, err := os.Create(gencap.ManifestPath(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mf.Close()
+		if err := m.WriteJSON(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeManifest(m)
+	ms, err := File(cfg, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 3 || ms[0].Tool != ToolReadLoop || ms[1].Tool != ToolReadLoopZeroCopy || ms[2].Tool != ToolAnalyze {
+		t.Fatalf("measures %+v", ms)
+	}
+	for _, x := range ms {
+		if x.Packets != m.Totals.Packets || x.Wall <= 0 || x.PeakRSS <= 0 || x.Runs != 2 {
+			t.Errorf("%s: %+v (manifest: %d packets)", x.Tool, x, m.Totals.Packets)
+		}
+	}
+
+	m.Resends[0].Verdict = "bogus"
+	writeManifest(m)
+	if _, err := File(cfg, path); err == nil || !strings.Contains(err.Error(), "differs from the manifest") {
+		t.Errorf("a wrong manifest: error %v", err)
+	}
+}

@@ -1,0 +1,75 @@
+// Command benchrun runs the read loop, `kdupcap analyze` and tshark on
+// generated captures, checks analyze against each capture's manifest, and
+// prints one table (see package benchrun).
+//
+//	benchrun -kdupcap ./kdupcap -readloop bin/readloop [-tshark /usr/bin/tshark] FILE...
+//
+// It exits 1 when a run fails or analyze's findings differ from a manifest.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/kdupcap/kdupcap/internal/benchrun"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("benchrun", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg benchrun.Config
+	fs.StringVar(&cfg.Kdupcap, "kdupcap", "./kdupcap", "kdupcap binary")
+	fs.StringVar(&cfg.ReadLoop, "readloop", "bin/readloop", "readloop binary (internal/benchrun/cmd/readloop)")
+	tshark := fs.String("tshark", "auto", "tshark binary; auto: tshark from PATH if any; empty: skip tshark")
+	port := fs.Uint("port", 9092, "broker port of the captures")
+	fs.IntVar(&cfg.Runs, "runs", 3, "runs of the read loop and of analyze per file; the median wall time counts")
+	fs.Int64Var(&cfg.TsharkMaxBytes, "tshark-max-bytes", 0, "skip tshark on files larger than this (0: no limit)")
+	analyzeArgs := fs.String("analyze-args", "", "more analyze flags, space-separated (such as \"--window 1m\")")
+	maxRSS := fs.Int64("max-rss-mib", 256, "fail when analyze's peak RSS exceeds this many MiB (0: no limit)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() == 0 || *port == 0 || *port > 65535 {
+		fmt.Fprintln(stderr, "usage: benchrun [flags] FILE...")
+		return 2
+	}
+	cfg.Port = uint16(*port)
+	cfg.MaxRSS = *maxRSS << 20
+	cfg.AnalyzeArgs = strings.Fields(*analyzeArgs)
+	cfg.Tshark = *tshark
+	if cfg.Tshark == "auto" {
+		cfg.Tshark, _ = exec.LookPath("tshark") // none: skipped
+	}
+	cfg.Log = stderr
+	var all []benchrun.Measure
+	failed := false
+	for _, f := range fs.Args() {
+		ms, err := benchrun.File(cfg, f)
+		if err != nil {
+			fmt.Fprintf(stderr, "benchrun: %v\n", err)
+			failed = true
+			continue
+		}
+		all = append(all, ms...)
+	}
+	if err := benchrun.WriteTable(stdout, all); err != nil {
+		fmt.Fprintf(stderr, "benchrun: %v\n", err)
+		return 1
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
