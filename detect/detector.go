@@ -11,8 +11,12 @@ import (
 
 // Defaults for Options.
 const (
-	DefaultWindow     = 10 * time.Minute
-	DefaultMaxBatches = 1 << 20
+	DefaultWindow = 10 * time.Minute
+	// DefaultMaxBatches bounds the detector's memory to about 100 MB of
+	// heap (some 750 bytes a batch, indexes and queues included), whatever
+	// the window: at 10 minutes a busy broker's batches would not fit.
+	// Stats.EvictedAge says how far back the bound let a run look.
+	DefaultMaxBatches = 1 << 17
 	DefaultSettle     = 30 * time.Second
 )
 
@@ -411,6 +415,9 @@ func (d *Detector) evictOldest() bool {
 			continue
 		}
 		d.stats.Evicted++
+		if age := d.newest - q.time; d.stats.EvictedAge == 0 || time.Duration(age) < d.stats.EvictedAge {
+			d.stats.EvictedAge = time.Duration(age)
+		}
 		d.retire(q.slot, true)
 		return true
 	}

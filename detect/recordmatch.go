@@ -3,6 +3,7 @@ package detect
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"time"
 
 	"github.com/kdupcap/kdupcap/decode"
 )
@@ -24,7 +25,16 @@ import (
 // together that were carried by the same attempts make one Finding.
 
 // DefaultMaxRecords is the default of Options.MaxRecords.
-const DefaultMaxRecords = 1 << 19
+const DefaultMaxRecords = 1 << 18
+
+// recordWindow bounds how long, in packet time, record prints are
+// remembered (Window, if shorter): clients retry within their delivery
+// timeout (two minutes by default in the Java client and librdkafka),
+// so prints kept longer would only hold memory.
+const recordWindow = 2 * time.Minute
+
+// recWindow is the record prints' window, in ns.
+func (d *Detector) recWindow() int64 { return min(d.window, int64(recordWindow)) }
 
 // MaxFindingRecords is the most records a record-level Finding lists; the
 // others are counted in Finding.RecordsOmitted.
@@ -136,7 +146,7 @@ func (d *Detector) matchRecords(conn *decode.ConnInfo, bt *decode.Batch, at *att
 		if !ok || h.until < seen {
 			h = hotPartition{}
 		}
-		h.until = seen + d.window
+		h.until = seen + d.recWindow()
 		h.budget = min(h.budget+hotBudget, 1<<20)
 		d.hot[part] = h
 		want = true
@@ -308,7 +318,7 @@ func (d *Detector) expireRecords() {
 	}
 	d.decideRecords(false)
 	d.groupDecided(true)
-	cutoff := d.newest - d.window
+	cutoff := d.newest - d.recWindow()
 	for rs.head < len(rs.order) {
 		q := rs.order[rs.head]
 		e, ok := rs.entries[q.key]
@@ -375,9 +385,9 @@ func (d *Detector) forgetEntry(key uint64, e recEntry) {
 // Window (with Live: Settle) to rs.decided; all, with flush.
 func (d *Detector) decideRecords(flush bool) {
 	rs := d.recs
-	wait := d.window
+	wait := d.recWindow()
 	if d.opts.Live {
-		wait = min(d.settle, d.window)
+		wait = min(d.settle, wait)
 	}
 	cutoff := d.newest - wait
 	for rs.dhead < len(rs.decideQ) {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/kdupcap/kdupcap/decode"
 )
@@ -20,6 +21,11 @@ type Stats struct {
 	// Evicted counts batches decided early because MaxBatches was reached;
 	// a later resend of one of them is not grouped with it.
 	Evicted int64
+	// EvictedAge is the shortest time, in packet time, between an evicted
+	// batch's last attempt and its eviction: a re-send later than that
+	// after the attempt before it may have gone unmatched. 0 when none
+	// was evicted.
+	EvictedAge time.Duration
 	// Expired counts batches forgotten because Window passed after their
 	// last attempt.
 	Expired int64

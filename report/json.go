@@ -147,6 +147,8 @@ type jsonSummary struct {
 	Resyncs                 int64         `json:"resyncs"`
 	Findings                int64         `json:"findings"`
 	RecordFindings          int64         `json:"record_findings,omitempty"`
+	EvictedBatches          int64         `json:"evicted_batches,omitempty"`
+	EvictedAgeMillis        float64       `json:"evicted_age_ms,omitempty"`
 	ByVerdict               jsonByVerdict `json:"by_verdict"`
 	Topics                  []jsonTopic   `json:"topics"`
 	Errors                  []string      `json:"errors"`
@@ -317,6 +319,8 @@ func toJSONSummary(s *Summary) jsonSummary {
 		Resyncs:                 s.Resyncs,
 		Findings:                s.Findings,
 		RecordFindings:          s.RecordFindings,
+		EvictedBatches:          s.EvictedBatches,
+		EvictedAgeMillis:        float64(s.EvictedAge.Microseconds()) / 1000,
 		ByVerdict: jsonByVerdict{
 			Duplicated:   s.ByVerdict[string(detect.Duplicated)],
 			Deduplicated: s.ByVerdict[string(detect.Deduplicated)],

@@ -1,6 +1,9 @@
 package report
 
-import "net/netip"
+import (
+	"net/netip"
+	"time"
+)
 
 // Summary holds the counts of one run, filled by the CLI from every stage.
 // It is plain data so that report needs no stage but detect.
@@ -30,6 +33,12 @@ type Summary struct {
 
 	// Detect stage.
 	Findings int64
+	// EvictedBatches counts the batches decided early because the bound on
+	// batches remembered was reached; EvictedAge is how recent the
+	// youngest of them was: re-sends later than that after their previous
+	// attempt may have gone unmatched.
+	EvictedBatches int64
+	EvictedAge     time.Duration
 	// RecordFindings counts the record-level findings among Findings
 	// (record_resend and record_duplicate).
 	RecordFindings int64

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -208,6 +209,11 @@ func summaryCounts(b *bytes.Buffer, s *Summary, n int) error {
 		{"batches", itoa(s.Batches)},
 		{"records", itoa(s.Records)},
 		{"findings", findingsText(s, verdictCounts)},
+	}
+	if s.EvictedBatches > 0 {
+		counts = append(counts, []string{"evicted batches", fmt.Sprintf(
+			"%d decided early (--max-batches reached); a re-send more than %s after the attempt before it may be unmatched",
+			s.EvictedBatches, s.EvictedAge.Round(time.Millisecond))})
 	}
 	tbl := newTable(b, left, left)
 	if err := tbl.Bulk(counts); err != nil {

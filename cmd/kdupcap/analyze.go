@@ -28,6 +28,7 @@ type analyzeConfig struct {
 	sniff           bool
 	failOnDuplicate bool
 	window          time.Duration
+	maxBatches      int
 	idleTimeout     time.Duration
 	scope           detect.Scope
 	records         int
@@ -56,6 +57,7 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	fs.BoolVar(&cfg.sniff, "sniff", true, "also take connections on other ports whose bytes parse as Kafka requests")
 	fs.BoolVar(&cfg.failOnDuplicate, "fail-on-duplicate", false, "exit 3 when any finding is duplicated or unconfirmed")
 	fs.DurationVar(&cfg.window, "window", defaultWindow, "how long (capture time) a batch is remembered after its last attempt")
+	fs.IntVar(&cfg.maxBatches, "max-batches", detect.DefaultMaxBatches, maxBatchesUsage)
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", defaultIdleTimeout, "capture time after which an idle TCP connection is closed and buffered segments are given up")
 	scope := fs.String("scope", "both", scopeUsage)
 	fs.IntVar(&cfg.records, "records", 0, recordsUsage)
@@ -158,6 +160,7 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		sniff:       cfg.sniff,
 		window:      cfg.window,
 		idleTimeout: cfg.idleTimeout,
+		maxBatches:  cfg.maxBatches,
 		scope:       cfg.scope,
 		records:     cfg.records,
 		recordMatch: cfg.recordMatch || cfg.appDuplicates,

@@ -55,6 +55,7 @@ type liveConfig struct {
 	snapLen     int
 	ringMB      int
 	window      time.Duration
+	maxBatches  int
 	settle      time.Duration
 	idleTimeout time.Duration
 	scope       detect.Scope
@@ -88,6 +89,7 @@ func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*li
 	fs.IntVar(&cfg.snapLen, "snaplen", live.DefaultSnapLen, "bytes kept of each packet")
 	fs.IntVar(&cfg.ringMB, "ring-mb", live.DefaultRingBytes>>20, "size of the kernel ring in MiB")
 	fs.DurationVar(&cfg.window, "window", defaultLiveWindow, "how long a batch is remembered after its last attempt")
+	fs.IntVar(&cfg.maxBatches, "max-batches", detect.DefaultMaxBatches, maxBatchesUsage)
 	fs.DurationVar(&cfg.settle, "settle", defaultSettle, "how long to wait for a retry after an attempt answered with a retriable error (or not at all) before reporting")
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", defaultIdleTimeout, "time after which an idle TCP connection is closed")
 	scope := fs.String("scope", "both", scopeUsage)
@@ -235,6 +237,7 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	r.p = newPipeline(pipelineOptions{
 		ports:       cfg.ports,
 		window:      cfg.window,
+		maxBatches:  cfg.maxBatches,
 		idleTimeout: cfg.idleTimeout,
 		scope:       cfg.scope,
 		records:     cfg.records,

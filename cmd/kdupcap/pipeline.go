@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
@@ -15,9 +17,11 @@ import (
 // pipelineOptions configures the stages for analyze and live alike: both
 // run one pipeline from packets to findings.
 type pipelineOptions struct {
-	ports       []uint16
-	sniff       bool
-	window      time.Duration
+	ports  []uint16
+	sniff  bool
+	window time.Duration
+	// maxBatches bounds the batches detect remembers (--max-batches).
+	maxBatches  int
 	idleTimeout time.Duration
 	// scope chooses the re-sends detect looks for (--scope).
 	scope detect.Scope
@@ -76,7 +80,7 @@ func (o observed) Produce(x *decode.Exchange) {
 func newPipeline(o pipelineOptions) *pipeline {
 	p := &pipeline{}
 	p.det = detect.New(detect.Options{Window: o.window, Scope: o.scope, Live: o.live, Settle: o.settle,
-		OnFinding: o.onFinding, AllRecords: o.allRecords})
+		OnFinding: o.onFinding, AllRecords: o.allRecords, MaxBatches: o.maxBatches})
 	var sink decode.Sink = p.det
 	if o.observe != nil {
 		sink = observed{p.det, o.observe}
@@ -175,6 +179,8 @@ func (p *pipeline) summary(files, inputErrs []string) report.Summary {
 		Resyncs:          ds.Resyncs,
 		Findings:         ts.Findings,
 		RecordFindings:   ts.RecordFindings,
+		EvictedBatches:   ts.Evicted,
+		EvictedAge:       ts.EvictedAge,
 		ByVerdict:        map[string]int64{},
 		Errors:           inputErrs,
 	}
@@ -221,6 +227,31 @@ func checkRecords(n int) error {
 		return fmt.Errorf("--records %d: want 0 to %d", n, maxRecords)
 	}
 	return nil
+}
+
+// maxBatchesUsage is the help text of --max-batches.
+const maxBatchesUsage = "the most batches remembered at once (about 600 bytes each); beyond it the batch touched least recently is decided early (counted as evicted) and a later re-send of it is not matched"
+
+// memoryLimit is the Go runtime's soft memory limit the CLI sets unless
+// GOMEMLIMIT says otherwise, and gcPercent its GOGC unless GOGC does: the
+// heap the default bounds allow (the detector's batches, record prints,
+// reassembly buffers) stays well below the limit, and collecting at half
+// the live heap again, not the whole, keeps the peak close to what is
+// live (the collector costs about 2% of the CPU time either way).
+const (
+	memoryLimit = 224 << 20
+	gcPercent   = 50
+)
+
+// setMemoryLimit applies memoryLimit and gcPercent where the environment
+// does not set them.
+func setMemoryLimit() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 }
 
 // recordMatchUsage is the help text of --record-match.
