@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +32,7 @@ type analyzeConfig struct {
 	idleTimeout     time.Duration
 	scope           detect.Scope
 	records         int
+	workers         int
 	files           []string
 	clockSkew       clockSkewFlag
 	skew            []time.Duration // per file, from clockSkew
@@ -55,6 +57,7 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", defaultIdleTimeout, "capture time after which an idle TCP connection is closed and buffered segments are given up")
 	scope := fs.String("scope", "both", scopeUsage)
 	fs.IntVar(&cfg.records, "records", 0, recordsUsage)
+	fs.IntVar(&cfg.workers, "workers", runtime.GOMAXPROCS(0), workersUsage)
 	fs.Var(&cfg.clockSkew, "clock-skew", "`FILE=DURATION` added to every timestamp of one capture file (e.g. broker2.pcap=-1.5s), repeated per file; FILE may be a 1-based position")
 	// Flags may come before, between or after the files, as people type
 	// them; "--" ends the flags, so a file named like one can be given.
@@ -90,6 +93,9 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	}
 	if err := checkRecords(cfg.records); err != nil {
 		return nil, err
+	}
+	if cfg.workers < 1 || cfg.workers > maxWorkers {
+		return nil, fmt.Errorf("--workers %d: want 1 to %d", cfg.workers, maxWorkers)
 	}
 	if len(cfg.files) == 0 {
 		fs.Usage()
@@ -141,20 +147,36 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		out = report.NewTable(stdout)
 	}
 
-	p := newPipeline(pipelineOptions{
+	opts := pipelineOptions{
 		ports:       cfg.ports,
 		sniff:       cfg.sniff,
 		window:      cfg.window,
 		idleTimeout: cfg.idleTimeout,
 		scope:       cfg.scope,
 		records:     cfg.records,
-	})
+	}
+	var (
+		readErrs   []error
+		findings   []detect.Finding
+		summary    func(files, inputErrs []string) report.Summary
+		decodeErrs func() []string
+	)
+	if cfg.workers > 1 {
+		sp := newShardedPipeline(opts, cfg.workers)
+		readErrs = sp.readFiles(cfg.files, cfg.skew, stdin)
+		findings = sp.finish()
+		summary, decodeErrs = sp.summary, sp.errors
+	} else {
+		p := newPipeline(opts)
+		readErrs = p.readFiles(cfg.files, cfg.skew, stdin)
+		findings = p.finish()
+		summary, decodeErrs = p.summary, p.dec.Errors
+	}
 	var inputErrs []string
-	for _, err := range p.readFiles(cfg.files, cfg.skew, stdin) {
+	for _, err := range readErrs {
 		inputErrs = append(inputErrs, err.Error())
 		fmt.Fprintf(stderr, "kdupcap: %v\n", err)
 	}
-	findings := p.finish()
 
 	for _, f := range findings {
 		if err := out.Finding(f); err != nil {
@@ -162,12 +184,12 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitFailure
 		}
 	}
-	sum := p.summary(cfg.files, inputErrs)
+	sum := summary(cfg.files, inputErrs)
 	if err := out.Summary(sum); err != nil {
 		fmt.Fprintf(stderr, "kdupcap: writing output: %v\n", err)
 		return exitFailure
 	}
-	for _, e := range p.dec.Errors() {
+	for _, e := range decodeErrs() {
 		fmt.Fprintf(stderr, "kdupcap: warning: %s\n", e)
 	}
 
@@ -189,6 +211,24 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // position, in the order met; a file that fails is dropped and the others
 // go on, and what was read before an error stays in the pipeline.
 func (p *pipeline) readFiles(files []string, skew []time.Duration, stdin io.Reader) []error {
+	m, errs := openMerged(files, skew, stdin)
+	defer m.Close()
+	for {
+		pkt, err := m.Next()
+		if err == io.EOF {
+			return errs
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.asm.Add(pkt)
+	}
+}
+
+// openMerged opens the capture files (see readFiles) and merges them; it
+// returns the errors of the files that could not be opened.
+func openMerged(files []string, skew []time.Duration, stdin io.Reader) (*capture.Merged, []error) {
 	var (
 		errs  []error
 		srcs  []*capture.Source
@@ -213,17 +253,5 @@ func (p *pipeline) readFiles(files []string, skew []time.Duration, stdin io.Read
 			sskew = append(sskew, skew[i])
 		}
 	}
-	m := capture.Merge(srcs, capture.MergeOptions{ClockSkew: sskew})
-	defer m.Close()
-	for {
-		pkt, err := m.Next()
-		if err == io.EOF {
-			return errs
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		p.asm.Add(pkt)
-	}
+	return capture.Merge(srcs, capture.MergeOptions{ClockSkew: sskew}), errs
 }
