@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"encoding/binary"
 	"path/filepath"
 	"testing"
 	"time"
