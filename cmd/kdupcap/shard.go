@@ -51,11 +51,14 @@ import (
 const (
 	// epochBytes and epochPackets end an epoch: packet bytes and packets
 	// read, over all workers.
-	epochBytes   = 1 << 20
-	epochPackets = 8192
+	epochBytes   = 256 << 10
+	epochPackets = 2048
 	// shardBatches is the number of batches each worker has in flight:
 	// the reader can be that many epochs ahead of it.
 	shardBatches = 4
+	// batchBytes is the room a batch starts with for packet bytes: an
+	// epoch's worth and a large packet.
+	batchBytes = epochBytes + 64<<10
 	// maxDecodeErrors is how many malformed-input messages a Decoder
 	// keeps (decode's maxErrors): the merger keeps as many.
 	maxDecodeErrors = 20
@@ -75,10 +78,12 @@ const (
 // shardItem is one step of a worker, at position seq of the capture.
 type shardItem struct {
 	seq    uint64
-	kind   itemKind
+	ts     time.Time // of the packet, or the flush
+	length int       // the packet's CaptureInfo.Length
+	iface  int       // and InterfaceIndex
+	off, n int       // its bytes in shardBatch.data
 	link   layers.LinkType
-	ci     gopacket.CaptureInfo // of the packet; Timestamp only for a flush
-	off, n int                  // the packet's bytes in shardBatch.data
+	kind   itemKind
 }
 
 // shardBatch is a worker's part of one epoch; data holds copies of the
@@ -158,7 +163,7 @@ func newShardedPipeline(o pipelineOptions, n int) *shardedPipeline {
 			recycle: make(chan []shardEvent, shardBatches+2),
 		}
 		for range shardBatches {
-			w.free <- new(shardBatch)
+			w.free <- &shardBatch{data: make([]byte, 0, batchBytes), items: make([]shardItem, 0, 256)}
 		}
 		w.dec = decode.New(sinkFunc(func(x *decode.Exchange) {
 			w.events = append(w.events, shardEvent{key: w.key, kind: eventExchange, x: x})
@@ -232,7 +237,7 @@ func (sp *shardedPipeline) read(m *capture.Merged) []error {
 		}
 		if ts := pkt.CI.Timestamp; gate.Due(ts) {
 			for _, b := range cur {
-				b.items = append(b.items, shardItem{seq: seq, kind: itemFlush, ci: gopacket.CaptureInfo{Timestamp: ts}})
+				b.items = append(b.items, shardItem{seq: seq, kind: itemFlush, ts: ts})
 			}
 		}
 		w := uint64(0)
@@ -240,7 +245,8 @@ func (sp *shardedPipeline) read(m *capture.Merged) []error {
 			w = (h >> 32) * n >> 32
 		}
 		b := cur[w]
-		b.items = append(b.items, shardItem{seq: seq, kind: itemPacket, link: pkt.LinkType, ci: pkt.CI, off: len(b.data), n: len(pkt.Data)})
+		b.items = append(b.items, shardItem{seq: seq, kind: itemPacket, link: pkt.LinkType, ts: pkt.CI.Timestamp,
+			length: pkt.CI.Length, iface: pkt.CI.InterfaceIndex, off: len(b.data), n: len(pkt.Data)})
 		b.data = append(b.data, pkt.Data...)
 		seq++
 		bytes += len(pkt.Data)
@@ -274,10 +280,14 @@ func (w *shardWorker) run() {
 			switch it.kind {
 			case itemPacket:
 				w.key = 2*it.seq + 1
-				w.asm.Add(capture.Packet{Data: b.data[it.off : it.off+it.n], CI: it.ci, LinkType: it.link})
+				w.asm.Add(capture.Packet{
+					Data:     b.data[it.off : it.off+it.n],
+					CI:       gopacket.CaptureInfo{Timestamp: it.ts, CaptureLength: it.n, Length: it.length, InterfaceIndex: it.iface},
+					LinkType: it.link,
+				})
 			case itemFlush:
 				w.key = 2 * it.seq
-				w.asm.Flush(it.ci.Timestamp)
+				w.asm.Flush(it.ts)
 			case itemEnd:
 				w.key = 2 * it.seq
 				w.dec.EndOfInput()

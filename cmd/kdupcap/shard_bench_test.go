@@ -6,12 +6,18 @@ import (
 )
 
 // BenchmarkAnalyzeWorkers is BenchmarkAnalyze with --workers 1 (the single
-// pipeline) and sharded over 2 and 3 workers.
+// pipeline) and sharded over 2 and 3 workers; sharded-1 is the sharded
+// pipeline with one worker (reader, worker and merger each on a goroutine),
+// which --workers never picks.
 func BenchmarkAnalyzeWorkers(b *testing.B) {
 	path, m, size := benchInput(b)
 	opts := pipelineOptions{ports: []uint16{9092}, sniff: true, window: defaultWindow, idleTimeout: defaultIdleTimeout}
-	for _, n := range []int{1, 2, 3} {
-		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
+	for _, n := range []int{1, 0, 2, 3} {
+		name := fmt.Sprintf("workers=%d", n)
+		if n == 0 {
+			name = "sharded-1"
+		}
+		b.Run(name, func(b *testing.B) {
 			b.SetBytes(size)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -24,7 +30,7 @@ func BenchmarkAnalyzeWorkers(b *testing.B) {
 					errs = p.readFiles([]string{path}, nil, nil)
 					find = func() error { return compareManifest(p.finish(), m) }
 				} else {
-					sp := newShardedPipeline(opts, n)
+					sp := newShardedPipeline(opts, max(n, 1))
 					errs = sp.readFiles([]string{path}, nil, nil)
 					find = func() error { return compareManifest(sp.finish(), m) }
 				}
