@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/netip"
 	"reflect"
+	"runtime"
 	"slices"
 	"time"
 
@@ -43,9 +44,10 @@ import (
 // Assembler closes those connections in the order of a Go map, that is in
 // no particular order; the merger takes worker 0's first, then worker 1's.
 //
-// One difference remains: each worker's Assembler has its own bound on
-// out-of-order data held (AssemblerOptions.MaxBufferedPagesTotal), so a
-// capture holding over ~120 MB of it at once may give up other holes.
+// One difference remains: the bound on out-of-order data held waiting for
+// holes to be filled (AssemblerOptions.MaxBufferedPagesTotal, ~120 MB) is
+// split between the workers, so a capture that reaches it (a hole with
+// tens of megabytes queued behind it) may give up other holes.
 
 // Sizes of the work handed to the workers.
 const (
@@ -62,8 +64,11 @@ const (
 	// maxDecodeErrors is how many malformed-input messages a Decoder
 	// keeps (decode's maxErrors): the merger keeps as many.
 	maxDecodeErrors = 20
-	// maxWorkers bounds --workers.
-	maxWorkers = 256
+	// maxWorkers bounds --workers, and defaultMaxWorkers its default: one
+	// reader feeds them all, so a few saturate it, and each holds its
+	// batches and reassembly buffers.
+	maxWorkers        = 64
+	defaultMaxWorkers = 8
 )
 
 // itemKind is what a shardItem asks a worker to do.
@@ -151,9 +156,15 @@ type shardedPipeline struct {
 // analyze options are honoured (not live, observe, ignore or evidence).
 func newShardedPipeline(o pipelineOptions, n int) *shardedPipeline {
 	sp := &shardedPipeline{
-		asmOpts: capture.AssemblerOptions{IdleTimeout: o.idleTimeout, ExternalFlush: true},
-		det:     detect.New(detect.Options{Window: o.window, Scope: o.scope}),
-		topics:  decode.New(nil, decode.Options{}),
+		asmOpts: capture.AssemblerOptions{
+			IdleTimeout:   o.idleTimeout,
+			ExternalFlush: true,
+			// The workers share the out-of-order data one Assembler may
+			// hold, so that memory stays as bounded as with one.
+			MaxBufferedPagesTotal: max(capture.DefaultMaxBufferedPagesTotal/n, capture.DefaultMaxBufferedPagesPerConnection),
+		},
+		det:    detect.New(detect.Options{Window: o.window, Scope: o.scope}),
+		topics: decode.New(nil, decode.Options{}),
 	}
 	for range n {
 		w := &shardWorker{
@@ -434,4 +445,7 @@ func addCounts(dst, src reflect.Value) {
 }
 
 // workersUsage is the help text of --workers.
-const workersUsage = "reassemble and decode on `N` goroutines, connections spread by their addresses; the output is the same for any N (default: the CPUs usable)"
+const workersUsage = "reassemble and decode on `N` goroutines, connections spread by their addresses; the output is the same for any N (default: the CPUs usable, at most 8)"
+
+// defaultWorkers is the default of --workers.
+func defaultWorkers() int { return min(runtime.GOMAXPROCS(0), defaultMaxWorkers) }

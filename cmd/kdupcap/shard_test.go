@@ -136,7 +136,7 @@ func TestWorkersFlag(t *testing.T) {
 		{"4", exitOK},
 		{"0", exitUsage},
 		{"-2", exitUsage},
-		{"257", exitUsage},
+		{"65", exitUsage},
 		{"two", exitUsage},
 	} {
 		var stdout, stderr bytes.Buffer
