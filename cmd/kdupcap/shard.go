@@ -22,7 +22,7 @@ import (
 // spread over N workers, each with its own Assembler and Decoder, and the
 // findings are exactly those of one worker, in the same order.
 //
-//   - A reader goroutine reads the merged capture. It numbers the packets
+//   - The reader (the calling goroutine) reads the merged capture. It numbers the packets
 //     (seq), routes each by the hash of its TCP connection's endpoints
 //     (capture.FlowHasher; non-TCP packets go to worker 0, which counts
 //     them) and copies it into that worker's batch. Where one Assembler
@@ -35,10 +35,11 @@ import (
 //   - A worker hands every Decoder event (a connection taken as Kafka, a
 //     topic named by ID, an exchange, an error message) on, tagged with the
 //     position of the packet or flush that caused it.
-//   - The merger (the calling goroutine) takes each epoch's outputs of all
-//     workers and replays their events in capture order into the one
-//     Detector: it numbers the connections, names topics by ID and keeps
-//     the first error messages as a single Decoder would.
+//   - The merger takes each epoch's outputs of all workers and replays
+//     their events in capture order into the one Detector: it numbers the
+//     connections, names topics by ID and keeps the first error messages as
+//     a single Decoder would. It runs on the reader's goroutine, between
+//     epochs, so that N workers and the reader use N+1 goroutines.
 //
 // Events of a flush or of the end of input come from every worker; one
 // Assembler closes those connections in the order of a Go map, that is in
@@ -150,6 +151,11 @@ type shardedPipeline struct {
 	topics *decode.Decoder
 	nextID uint64
 	errs   []string
+	// The outputs of the epoch being merged, per worker: received (have),
+	// and how far replayed.
+	outs [][]shardEvent
+	have []bool
+	pos  []int
 }
 
 // newShardedPipeline returns the pipeline of o over n workers. Only the
@@ -198,6 +204,7 @@ func newShardedPipeline(o pipelineOptions, n int) *shardedPipeline {
 		}, sp.asmOpts)
 		sp.workers = append(sp.workers, w)
 	}
+	sp.outs, sp.have, sp.pos = make([][]shardEvent, n), make([]bool, n), make([]int, n)
 	return sp
 }
 
@@ -209,33 +216,41 @@ func (sp *shardedPipeline) readFiles(files []string, skew []time.Duration, stdin
 	for _, w := range sp.workers {
 		go w.run()
 	}
-	done := make(chan []error)
-	go func() { done <- sp.read(m) }()
-	sp.merge()
-	return append(errs, <-done...)
+	return append(errs, sp.read(m)...)
 }
 
-// read is the reader goroutine: it hands every packet of m to its worker,
-// with the flushes, in epochs, and returns m's errors.
+// read is the reader and the merger, on the calling goroutine: it hands
+// every packet of m to its worker, with the flushes, in epochs, merges the
+// epochs the workers are done with between two, and returns m's errors.
+// The reader stays at most shardBatches epochs ahead of the merger; one
+// goroutine doing both leaves the other cores to the workers.
 func (sp *shardedPipeline) read(m *capture.Merged) []error {
 	var (
-		errs          []error
-		n             = uint64(len(sp.workers))
-		gate          = capture.NewFlushGate(sp.asmOpts)
-		hasher        = capture.NewFlowHasher()
-		cur           = make([]*shardBatch, n)
-		seq           uint64
-		bytes, pkts   int
-		take, sendAll = func() {
-			for i, w := range sp.workers {
-				cur[i] = <-w.free
-			}
-		}, func() {
-			for i, w := range sp.workers {
-				w.in <- cur[i]
-			}
-		}
+		errs        []error
+		n           = uint64(len(sp.workers))
+		gate        = capture.NewFlushGate(sp.asmOpts)
+		hasher      = capture.NewFlowHasher()
+		cur         = make([]*shardBatch, n)
+		seq         uint64
+		bytes, pkts int
+		inFlight    int // epochs sent and not merged
 	)
+	take := func() {
+		// Never waits: fewer than shardBatches epochs are in flight, and
+		// a worker frees a batch before handing its output on.
+		for i, w := range sp.workers {
+			cur[i] = <-w.free
+		}
+	}
+	send := func() {
+		for i, w := range sp.workers {
+			w.in <- cur[i]
+		}
+		inFlight++
+		for inFlight > 0 && sp.mergeEpoch(inFlight == shardBatches) {
+			inFlight--
+		}
+	}
 	take()
 	for {
 		pkt, err := m.Next()
@@ -263,7 +278,7 @@ func (sp *shardedPipeline) read(m *capture.Merged) []error {
 		bytes += len(pkt.Data)
 		pkts++
 		if bytes >= epochBytes || pkts >= epochPackets {
-			sendAll()
+			send()
 			take()
 			bytes, pkts = 0, 0
 		}
@@ -271,9 +286,12 @@ func (sp *shardedPipeline) read(m *capture.Merged) []error {
 	for _, b := range cur {
 		b.items = append(b.items, shardItem{seq: seq, kind: itemEnd})
 	}
-	sendAll()
+	send()
 	for _, w := range sp.workers {
 		close(w.in)
+	}
+	for ; inFlight > 0; inFlight-- {
+		sp.mergeEpoch(true)
 	}
 	return errs
 }
@@ -334,53 +352,62 @@ func (w *shardWorker) checkErrors() {
 	w.nerrs = len(errs)
 }
 
-// merge replays the workers' events in capture order, epoch by epoch, until
-// the workers end.
-func (sp *shardedPipeline) merge() {
-	outs := make([][]shardEvent, len(sp.workers))
-	pos := make([]int, len(sp.workers))
-	for {
-		for i, w := range sp.workers {
-			evs, ok := <-w.out
-			if !ok {
-				return // all end after the same epoch
-			}
-			outs[i], pos[i] = evs, 0
+// mergeEpoch replays the workers' events of the oldest epoch not merged,
+// in capture order, and reports whether it did; unless wait, only if every
+// worker is done with it.
+func (sp *shardedPipeline) mergeEpoch(wait bool) bool {
+	outs, have := sp.outs, sp.have
+	for i, w := range sp.workers {
+		if have[i] {
+			continue
 		}
-		for {
-			best, key := -1, uint64(0)
-			for i, evs := range outs {
-				if p := pos[i]; p < len(evs) && (best < 0 || evs[p].key < key) {
-					best, key = i, evs[p].key
-				}
-			}
-			if best < 0 {
-				break
-			}
-			// Replay best's run of events up to the next worker's: before
-			// its next key, or at it if best comes first.
-			evs := outs[best]
-			next, nextW := uint64(1<<64-1), len(outs)
-			for i, o := range outs {
-				if i != best && pos[i] < len(o) && o[pos[i]].key < next {
-					next, nextW = o[pos[i]].key, i
-				}
-			}
-			p := pos[best]
-			for ; p < len(evs) && (evs[p].key < next || evs[p].key == next && best < nextW); p++ {
-				sp.replay(&evs[p])
-			}
-			pos[best] = p
+		if wait {
+			outs[i], have[i] = <-w.out, true
+			continue
 		}
-		for i, w := range sp.workers {
-			clear(outs[i])
-			select {
-			case w.recycle <- outs[i][:0]:
-			default:
-			}
-			outs[i] = nil
+		select {
+		case outs[i] = <-w.out:
+			have[i] = true
+		default:
+			return false
 		}
 	}
+	pos := sp.pos
+	clear(pos)
+	for {
+		best, key := -1, uint64(0)
+		for i, evs := range outs {
+			if p := pos[i]; p < len(evs) && (best < 0 || evs[p].key < key) {
+				best, key = i, evs[p].key
+			}
+		}
+		if best < 0 {
+			break
+		}
+		// Replay best's run of events up to the next worker's: before
+		// its next key, or at it if best comes first.
+		evs := outs[best]
+		next, nextW := uint64(1<<64-1), len(outs)
+		for i, o := range outs {
+			if i != best && pos[i] < len(o) && o[pos[i]].key < next {
+				next, nextW = o[pos[i]].key, i
+			}
+		}
+		p := pos[best]
+		for ; p < len(evs) && (evs[p].key < next || evs[p].key == next && best < nextW); p++ {
+			sp.replay(&evs[p])
+		}
+		pos[best] = p
+	}
+	for i, w := range sp.workers {
+		clear(outs[i])
+		select {
+		case w.recycle <- outs[i][:0]:
+		default:
+		}
+		outs[i], have[i] = nil, false
+	}
+	return true
 }
 
 // replay does what one Decoder would have done for e.
