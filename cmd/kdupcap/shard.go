@@ -22,10 +22,10 @@ import (
 // spread over N workers, each with its own Assembler and Decoder, and the
 // findings are exactly those of one worker, in the same order.
 //
-//   - The reader (the calling goroutine) reads the merged capture. It numbers the packets
-//     (seq), routes each by the hash of its TCP connection's endpoints
-//     (capture.FlowHasher; non-TCP packets go to worker 0, which counts
-//     them) and copies it into that worker's batch. Where one Assembler
+//   - The reader (the calling goroutine) reads the merged capture. It
+//     numbers the packets (seq), routes each by the hash of its TCP
+//     connection's endpoints (capture.FlowHasher; non-TCP packets go to
+//     worker 0, which counts them) and copies it into that worker's batch. Where one Assembler
 //     would do its time-driven work (idle timeouts, holes given up), at the
 //     same packets by the same capture.FlushGate, it puts a flush in every
 //     worker's batch; the end of the input likewise.
@@ -56,8 +56,8 @@ const (
 	// read, over all workers.
 	epochBytes   = 256 << 10
 	epochPackets = 2048
-	// shardBatches is the number of batches each worker has in flight:
-	// the reader can be that many epochs ahead of it.
+	// shardBatches is the number of batches each worker has, so the
+	// number of epochs the reader can be ahead of the merger.
 	shardBatches = 4
 	// batchBytes is the room a batch starts with for packet bytes: an
 	// epoch's worth and a large packet.
