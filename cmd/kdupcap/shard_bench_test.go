@@ -7,8 +7,8 @@ import (
 
 // BenchmarkAnalyzeWorkers is BenchmarkAnalyze with --workers 1 (the single
 // pipeline) and sharded over 2 and 3 workers; sharded-1 is the sharded
-// pipeline with one worker (reader, worker and merger each on a goroutine),
-// which --workers never picks.
+// pipeline with one worker (the reader and merger on one goroutine, the
+// worker on another), which --workers never picks.
 func BenchmarkAnalyzeWorkers(b *testing.B) {
 	path, m, size := benchInput(b)
 	opts := pipelineOptions{ports: []uint16{9092}, sniff: true, window: defaultWindow, idleTimeout: defaultIdleTimeout}
