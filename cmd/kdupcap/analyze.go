@@ -56,7 +56,7 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", defaultIdleTimeout, "capture time after which an idle TCP connection is closed and buffered segments are given up")
 	scope := fs.String("scope", "both", scopeUsage)
 	fs.IntVar(&cfg.records, "records", 0, recordsUsage)
-	fs.IntVar(&cfg.workers, "workers", defaultWorkers(), workersUsage)
+	fs.IntVar(&cfg.workers, "workers", 0, workersUsage)
 	fs.Var(&cfg.clockSkew, "clock-skew", "`FILE=DURATION` added to every timestamp of one capture file (e.g. broker2.pcap=-1.5s), repeated per file; FILE may be a 1-based position")
 	// Flags may come before, between or after the files, as people type
 	// them; "--" ends the flags, so a file named like one can be given.
@@ -93,8 +93,11 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	if err := checkRecords(cfg.records); err != nil {
 		return nil, err
 	}
-	if cfg.workers < 1 || cfg.workers > maxWorkers {
-		return nil, fmt.Errorf("--workers %d: want 1 to %d", cfg.workers, maxWorkers)
+	if cfg.workers < 0 || cfg.workers > maxWorkers {
+		return nil, fmt.Errorf("--workers %d: want 1 to %d, or 0 to choose", cfg.workers, maxWorkers)
+	}
+	if cfg.workers == 0 {
+		cfg.workers = autoWorkers(cfg.records)
 	}
 	if len(cfg.files) == 0 {
 		fs.Usage()

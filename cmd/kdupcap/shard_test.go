@@ -134,7 +134,7 @@ func TestWorkersFlag(t *testing.T) {
 	}{
 		{"1", exitOK},
 		{"4", exitOK},
-		{"0", exitUsage},
+		{"0", exitOK},
 		{"-2", exitUsage},
 		{"65", exitUsage},
 		{"two", exitUsage},
