@@ -36,6 +36,11 @@ type AssemblerOptions struct {
 	// Evidence, when not nil, is given a copy of every packet of every TCP
 	// connection not ignored, for Evidence.WritePcap. nil costs nothing.
 	Evidence *Evidence
+	// ExternalFlush: Add and Tick do none of the time-driven work; the
+	// caller calls Flush when a FlushGate over every packet says it is due.
+	// Assemblers sharing one capture by connection (see FlowHasher) then
+	// do it at the same points of the capture as a single one would.
+	ExternalFlush bool
 }
 
 // Stats counts what an Assembler saw.
@@ -79,7 +84,7 @@ type Assembler struct {
 
 	ctx        *packetContext // context of the packet being added
 	ctxQueued  bool           // ctx is held by queued data: use a new one next
-	lastFlush  time.Time
+	gate       FlushGate
 	flushing   bool // in a time-driven flush: connections closed are idle
 	missing    int  // truncated payload bytes of the packet being added
 	synthetic  bool // the segment being assembled is a made-up RST
@@ -121,6 +126,7 @@ func NewAssembler(newStream NewStreamFunc, opts AssemblerOptions) *Assembler {
 		ev:        opts.Evidence,
 		dec:       newDecoder(),
 		ctx:       new(packetContext),
+		gate:      NewFlushGate(opts),
 	}
 	a.asm = reassembly.NewAssembler(reassembly.NewStreamPool(factory{a}))
 	a.asm.MaxBufferedPagesPerConnection = opts.MaxBufferedPagesPerConnection
@@ -135,7 +141,9 @@ func (a *Assembler) Add(p Packet) {
 	a.stats.Packets++
 	a.stats.Bytes += int64(len(p.Data))
 	ts := p.CI.Timestamp
-	a.flush(ts)
+	if !a.opts.ExternalFlush {
+		a.flush(ts)
+	}
 	switch a.dec.decode(p.LinkType, p.Data) {
 	case decodedNone:
 		a.stats.NonTCP++
@@ -227,20 +235,25 @@ func (a *Assembler) synthRST(netFlow gopacket.Flow, src, dst layers.TCPPort) {
 // Tick time, so it may be called often. Streams are called from within
 // Tick.
 func (a *Assembler) Tick(now time.Time) {
-	a.flush(now)
+	if !a.opts.ExternalFlush {
+		a.flush(now)
+	}
 }
 
 // flush delivers data stuck behind holes, closes idle connections and
 // expires evidence, once per FlushInterval of packet (or Tick) time.
 func (a *Assembler) flush(ts time.Time) {
-	if a.lastFlush.IsZero() {
-		a.lastFlush = ts
-		return
+	if a.gate.Due(ts) {
+		a.Flush(ts)
 	}
-	if ts.Sub(a.lastFlush) < a.opts.FlushInterval {
-		return
-	}
-	a.lastFlush = ts
+}
+
+// Flush does the time-driven work now, whatever the time of the last: it
+// delivers data that waited IdleTimeout for a hole (after a Gap), closes
+// connections idle for IdleTimeout and expires Evidence. With
+// ExternalFlush, the caller calls it where a FlushGate says; otherwise Add
+// and Tick do. Streams are called from within Flush.
+func (a *Assembler) Flush(ts time.Time) {
 	cutoff := ts.Add(-a.opts.IdleTimeout)
 	a.flushing = true
 	a.asm.FlushWithOptions(reassembly.FlushOptions{T: cutoff, TC: cutoff})

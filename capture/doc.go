@@ -53,6 +53,16 @@
 // [Assembler.Close], at the end of the input, delivers what is left and
 // closes every Stream. An RST closes both directions.
 //
+// # Sharding
+//
+// A capture can be split by connection across several Assemblers, one per
+// goroutine: [FlowHasher] gives every frame of a TCP connection (both
+// directions) the same hash, reading the headers in place, and with
+// [AssemblerOptions].ExternalFlush the caller runs one [FlushGate] over
+// all packets and calls [Assembler.Flush] on every Assembler where it is
+// due, so that each connection is flushed at the same packet as with one
+// Assembler.
+//
 // # Evidence
 //
 // With [AssemblerOptions].Evidence set, an [Evidence] keeps a copy of the

@@ -92,11 +92,16 @@ func (c *Conn) decide(clientIsA bool, by string) {
 // register numbers the connection and lists it as Kafka.
 func (c *Conn) register() {
 	d := c.d
-	d.nextID++
 	d.stats.Connections++
-	c.info = &ConnInfo{ID: d.nextID, Client: c.a, Broker: c.b, DetectedBy: c.detectedBy, FirstSeen: c.firstSeen}
+	c.info = &ConnInfo{Client: c.a, Broker: c.b, DetectedBy: c.detectedBy, FirstSeen: c.firstSeen}
 	if !c.clientIsA {
 		c.info.Client, c.info.Broker = c.b, c.a
+	}
+	if d.opts.OnConnection != nil {
+		d.opts.OnConnection(c.info)
+	} else {
+		d.nextID++
+		c.info.ID = d.nextID
 	}
 	c.sum = &ConnSummary{Info: c.info}
 	if d.opts.MaxConnections <= 0 || len(d.conns) < d.opts.MaxConnections {

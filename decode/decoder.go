@@ -84,6 +84,16 @@ type Options struct {
 	// allocated and is counted in Stats.DecompressTruncated. Zero means
 	// DefaultMaxDecompressedBytes.
 	MaxDecompressedBytes int
+
+	// Sharding a capture by connection across Decoders (see shard.go):
+	// OnConnection, if set, is called with the ConnInfo of each connection
+	// taken as Kafka instead of numbering it; ID stays 0 for the caller to
+	// set before it reads it. OnTopicID, if set, is handed every topic
+	// named by ID in a Metadata response instead of the Decoder keeping it,
+	// so Batch.Topic of Produce v13 stays empty for the caller to fill
+	// (LearnTopic, ResolveTopics).
+	OnConnection func(*ConnInfo)
+	OnTopicID    func(id [16]byte, name string)
 }
 
 // Stats counts what a Decoder saw, over all connections.
@@ -272,14 +282,9 @@ func (d *Decoder) request(key int16) kmsg.Request {
 	return d.reqs[key]
 }
 
-// emit resolves topic IDs and hands x to the sink.
+// emit names the topics given by ID and hands x to the sink.
 func (d *Decoder) emit(x *Exchange) {
-	for i := range x.Batches {
-		b := &x.Batches[i]
-		if b.Topic == "" && b.TopicID != ([16]byte{}) {
-			b.Topic = d.topicIDs[b.TopicID]
-		}
-	}
+	d.ResolveTopics(x)
 	if d.sink != nil {
 		d.sink.Produce(x)
 	}

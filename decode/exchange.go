@@ -92,10 +92,11 @@ type Batch struct {
 	// are not idempotent) until its exchange was handed to the Sink; dec
 	// fingerprints them; prints is RecordPrints' answer once printed (made
 	// at once when raw could not be kept).
-	raw     []byte
-	dec     *Decoder
-	prints  []RecordPrint
-	printed bool
+	raw      []byte
+	dec      *Decoder
+	prints   []RecordPrint
+	printed  bool
+	detached bool // see Detach
 
 	// Response is the broker's answer for this partition; nil when the
 	// exchange has no response or the response did not name the partition.

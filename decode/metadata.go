@@ -34,6 +34,18 @@ func (c *Conn) metadataResponse(dir *direction, p pending, body []byte, pos int6
 // learnTopic records name as the topic with ID id; name may alias frame
 // bytes.
 func (d *Decoder) learnTopic(id [16]byte, name string) {
+	if d.opts.OnTopicID != nil {
+		d.opts.OnTopicID(id, d.intern(name))
+		return
+	}
+	d.LearnTopic(id, name)
+}
+
+// LearnTopic records name as the topic with ID id, as a Metadata response
+// naming it does; name may alias bytes the caller reuses. A sharded run
+// hands its Decoders' Options.OnTopicID to one Decoder's LearnTopic, in
+// the order of the capture.
+func (d *Decoder) LearnTopic(id [16]byte, name string) {
 	old, ok := d.topicIDs[id]
 	switch {
 	case ok && old == name:
@@ -41,5 +53,16 @@ func (d *Decoder) learnTopic(id [16]byte, name string) {
 		// Bounded: an ID first seen past the bound stays unnamed.
 	default:
 		d.topicIDs[id] = d.intern(name)
+	}
+}
+
+// ResolveTopics names the batches of x given by topic ID only, from the
+// topics learned so far. Exchanges handed to the Sink have been through it.
+func (d *Decoder) ResolveTopics(x *Exchange) {
+	for i := range x.Batches {
+		b := &x.Batches[i]
+		if b.Topic == "" && b.TopicID != ([16]byte{}) {
+			b.Topic = d.topicIDs[b.TopicID]
+		}
 	}
 }

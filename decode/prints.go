@@ -76,7 +76,7 @@ func (d *Decoder) releaseRaw(x *Exchange) {
 	for i := range x.Batches {
 		b := &x.Batches[i]
 		buf := b.raw
-		if buf == nil {
+		if buf == nil || b.detached {
 			continue
 		}
 		d.raw.held -= len(buf)
@@ -117,6 +117,19 @@ func (d *Decoder) printsOf(batch *Batch, raw []byte, dst []RecordPrint) []Record
 	}
 	d.stats.RecordPrints += int64(len(dst))
 	return dst
+}
+
+// Detach lets the batch's kept bytes outlive the Sink's Produce call, for a
+// Sink that hands exchanges to another goroutine (kdupcap's sharded
+// analyze): the Decoder no longer takes them back, and RecordPrints,
+// called later, fingerprints them with printer's decompressors; printer is
+// a Decoder used only by the goroutine that calls RecordPrints.
+func (b *Batch) Detach(printer *Decoder) {
+	if b.raw == nil || b.detached {
+		return
+	}
+	b.dec.raw.held -= len(b.raw)
+	b.dec, b.detached = printer, true
 }
 
 // SetRecordPrints gives the batch its record prints, for a Sink fed by

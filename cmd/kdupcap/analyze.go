@@ -34,11 +34,12 @@ type analyzeConfig struct {
 	records         int
 	recordMatch     bool
 	appDuplicates   bool
+	workers         int
 	files           []string
 	quiet           bool
+	writeDups       string // --write-dups FILE: see writedups.go
 	clockSkew       clockSkewFlag
 	skew            []time.Duration // per file, from clockSkew
-	writeDups       string          // --write-dups FILE: see writedups.go
 }
 
 func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) {
@@ -65,6 +66,7 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	fs.BoolVar(&cfg.appDuplicates, "app-duplicates", false, appDuplicatesUsage)
 	fs.StringVar(&cfg.writeDups, "write-dups", "", writeDupsUsage)
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress bar (there is one on stderr only when stderr is a terminal)")
+	fs.IntVar(&cfg.workers, "workers", 0, workersUsage)
 	fs.Var(&cfg.clockSkew, "clock-skew", "`FILE=DURATION` added to every timestamp of one capture file (e.g. broker2.pcap=-1.5s), repeated per file; FILE may be a 1-based position")
 	// Flags may come before, between or after the files, as people type
 	// them; "--" ends the flags, so a file named like one can be given.
@@ -101,6 +103,12 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	if err := checkRecords(cfg.records); err != nil {
 		return nil, err
 	}
+	if cfg.workers < 0 || cfg.workers > maxWorkers {
+		return nil, fmt.Errorf("--workers %d: want 1 to %d, or 0 to choose", cfg.workers, maxWorkers)
+	}
+	if cfg.workers == 0 {
+		cfg.workers = autoWorkers(cfg.records, cfg.appDuplicates)
+	}
 	if len(cfg.files) == 0 {
 		fs.Usage()
 		return nil, errors.New("no capture file given")
@@ -110,9 +118,6 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	}
 	if cfg.skew, err = cfg.clockSkew.resolve(cfg.files); err != nil {
 		return nil, err
-	}
-	if cfg.writeDups != "" && slices.Contains(cfg.files, "-") {
-		return nil, errors.New("--write-dups reads the capture files twice: standard input (-) cannot be read again")
 	}
 	return cfg, nil
 }
@@ -155,7 +160,7 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 
 	prof := detect.NewProfiler(detect.ProfilerOptions{})
-	p := newPipeline(pipelineOptions{
+	opts := pipelineOptions{
 		ports:       cfg.ports,
 		sniff:       cfg.sniff,
 		window:      cfg.window,
@@ -166,17 +171,39 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		recordMatch: cfg.recordMatch || cfg.appDuplicates,
 		allRecords:  cfg.appDuplicates,
 		observe:     prof.Produce,
-	})
-	bar := newProgress(stderr, progressOn(stderr, cfg.quiet), inputSize(cfg.files), p.det.Stats)
-	p.onRead = bar.update
-	errs := p.readFiles(cfg.files, cfg.skew, stdin)
-	bar.finish()
+	}
+	var (
+		readErrs   []error
+		findings   []detect.Finding
+		summary    func(files, inputErrs []string) report.Summary
+		decodeErrs func() []string
+		p          *pipeline
+	)
+	barOn := progressOn(stderr, cfg.quiet)
+	// --write-dups reads the inputs again knowing what one Decoder
+	// learned (which Metadata response named a topic): one worker.
+	if cfg.workers > 1 && cfg.writeDups == "" {
+		sp := newShardedPipeline(opts, cfg.workers)
+		bar := newProgress(stderr, barOn, inputSize(cfg.files), sp.det.Stats)
+		sp.onRead = bar.update
+		readErrs = sp.readFiles(cfg.files, cfg.skew, stdin)
+		bar.finish()
+		findings = sp.finish()
+		summary, decodeErrs = sp.summary, sp.errors
+	} else {
+		p = newPipeline(opts)
+		bar := newProgress(stderr, barOn, inputSize(cfg.files), p.det.Stats)
+		p.onRead = bar.update
+		readErrs = p.readFiles(cfg.files, cfg.skew, stdin)
+		bar.finish()
+		findings = p.finish()
+		summary, decodeErrs = p.summary, p.dec.Errors
+	}
 	var inputErrs []string
-	for _, err := range errs {
+	for _, err := range readErrs {
 		inputErrs = append(inputErrs, err.Error())
 		fmt.Fprintf(stderr, "kdupcap: %v\n", err)
 	}
-	findings := p.finish()
 
 	for _, f := range findings {
 		if err := out.Finding(f); err != nil {
@@ -188,12 +215,12 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kdupcap: writing output: %v\n", err)
 		return exitFailure
 	}
-	sum := p.summary(cfg.files, inputErrs)
+	sum := summary(cfg.files, inputErrs)
 	if err := out.Summary(sum); err != nil {
 		fmt.Fprintf(stderr, "kdupcap: writing output: %v\n", err)
 		return exitFailure
 	}
-	for _, e := range p.dec.Errors() {
+	for _, e := range decodeErrs() {
 		fmt.Fprintf(stderr, "kdupcap: warning: %s\n", e)
 	}
 	if cfg.writeDups != "" {
@@ -221,6 +248,31 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // position, in the order met; a file that fails is dropped and the others
 // go on, and what was read before an error stays in the pipeline.
 func (p *pipeline) readFiles(files []string, skew []time.Duration, stdin io.Reader) []error {
+	m, errs := openMerged(files, skew, stdin)
+	defer m.Close()
+	for n := 0; ; n++ {
+		if p.onRead != nil && n&progressEvery == 0 {
+			p.onRead(m.InputBytes())
+		}
+		pkt, err := m.Next()
+		if err == io.EOF {
+			if p.onRead != nil {
+				p.onRead(m.InputBytes())
+			}
+			return errs
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.asm.Add(pkt)
+		p.noteLink(pkt.LinkType)
+	}
+}
+
+// openMerged opens the capture files (see readFiles) and merges them; it
+// returns the errors of the files that could not be opened.
+func openMerged(files []string, skew []time.Duration, stdin io.Reader) (*capture.Merged, []error) {
 	var (
 		errs  []error
 		srcs  []*capture.Source
@@ -245,24 +297,5 @@ func (p *pipeline) readFiles(files []string, skew []time.Duration, stdin io.Read
 			sskew = append(sskew, skew[i])
 		}
 	}
-	m := capture.Merge(srcs, capture.MergeOptions{ClockSkew: sskew})
-	defer m.Close()
-	for n := 0; ; n++ {
-		if p.onRead != nil && n&progressEvery == 0 {
-			p.onRead(m.InputBytes())
-		}
-		pkt, err := m.Next()
-		if err == io.EOF {
-			if p.onRead != nil {
-				p.onRead(m.InputBytes())
-			}
-			return errs
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		p.asm.Add(pkt)
-		p.noteLink(pkt.LinkType)
-	}
+	return capture.Merge(srcs, capture.MergeOptions{ClockSkew: sskew}), errs
 }

@@ -159,6 +159,7 @@ func TestFetchEvidence(t *testing.T) {
 				t.Fatalf("harness: log holds %d distinct values, want %d", len(res.Log.Copies()), records)
 			}
 			raw, findings := analyzeLines(t, "--port", fmt.Sprint(res.Port), pcap)
+			checkSameForWorkers(t, "--port", fmt.Sprint(res.Port), pcap)
 			if len(findings) != 1 {
 				t.Fatalf("%d findings, want 1 (one faulted request): %s", len(findings), strings.Join(raw, ""))
 			}
@@ -256,6 +257,7 @@ func TestTransactions(t *testing.T) {
 	}
 
 	raw, findings := analyzeLines(t, "--port", fmt.Sprint(res.Port), "--records", "1", pcap)
+	checkSameForWorkers(t, "--port", fmt.Sprint(res.Port), "--records", "1", pcap)
 	if len(findings) != 2 {
 		t.Fatalf("%d findings, want 2 (one re-sent batch per transaction): %s", len(findings), strings.Join(raw, ""))
 	}

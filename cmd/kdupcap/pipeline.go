@@ -160,9 +160,12 @@ func (p *pipeline) finish() []detect.Finding {
 }
 
 func (p *pipeline) summary(files, inputErrs []string) report.Summary {
-	cs := p.asm.Stats()
-	ds := p.dec.Stats()
-	ts := p.det.Stats()
+	return buildSummary(files, inputErrs, p.asm.Stats(), p.dec.Stats(), p.dec.Connections(), p.det.Stats())
+}
+
+// buildSummary puts the counts of the stages together; conns are the Kafka
+// connections listed, in ID order.
+func buildSummary(files, inputErrs []string, cs capture.Stats, ds decode.Stats, conns []decode.ConnSummary, ts detect.Stats) report.Summary {
 	s := report.Summary{
 		Files:            files,
 		Packets:          cs.Packets,
@@ -187,7 +190,7 @@ func (p *pipeline) summary(files, inputErrs []string) report.Summary {
 	for v, n := range ts.ByVerdict {
 		s.ByVerdict[string(v)] = n
 	}
-	for _, c := range p.dec.Connections() {
+	for _, c := range conns {
 		s.KafkaConnections = append(s.KafkaConnections, report.Connection{
 			ID:              c.Info.ID,
 			Client:          c.Info.Client,

@@ -236,6 +236,7 @@ func TestRecordLevel(t *testing.T) {
 			t.Logf("%d faults applied, log of %s: %s", len(res.Events), s.Topic, describeLog(res.Log))
 			checkRecordHarness(t, res, tt.appTwice)
 			a := analyzeRecordLevel(t, pcap, tt.appTwice)
+			checkSameForWorkers(t, "--records", "100", "--app-duplicates", pcap)
 			t.Logf("%d batch findings, %d record-level findings", len(a.batch), len(a.records))
 			checkRecordFindings(t, res, a, tt.sameBytes, tt.appTwice)
 		})

@@ -1,0 +1,544 @@
+package main
+
+import (
+	"cmp"
+	"io"
+	"net/netip"
+	"reflect"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/kdupcap/kdupcap/capture"
+	"github.com/kdupcap/kdupcap/decode"
+	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/report"
+)
+
+// Sharded analyze (--workers N, N > 1): the connections of the capture are
+// spread over N workers, each with its own Assembler and Decoder, and the
+// findings are exactly those of one worker, in the same order.
+//
+//   - The reader (the calling goroutine) reads the merged capture. It
+//     numbers the packets (seq), routes each by the hash of its TCP
+//     connection's endpoints (capture.FlowHasher; non-TCP packets go to
+//     worker 0, which counts them) and copies it into that worker's batch. Where one Assembler
+//     would do its time-driven work (idle timeouts, holes given up), at the
+//     same packets by the same capture.FlushGate, it puts a flush in every
+//     worker's batch; the end of the input likewise.
+//   - The batches are cut in epochs: every epoch sends one batch (maybe
+//     empty) to every worker, so that each worker's output for an epoch
+//     covers exactly the packets of that epoch.
+//   - A worker hands every Decoder event (a connection taken as Kafka, a
+//     topic named by ID, an exchange, an error message) on, tagged with the
+//     position of the packet or flush that caused it.
+//   - The merger takes each epoch's outputs of all workers and replays
+//     their events in capture order into the one Detector: it numbers the
+//     connections, names topics by ID and keeps the first error messages as
+//     a single Decoder would. It runs on the reader's goroutine, between
+//     epochs, so that N workers and the reader use N+1 goroutines.
+//
+// Events of a flush or of the end of input come from every worker; one
+// Assembler closes those connections in the order of a Go map, that is in
+// no particular order; the merger takes worker 0's first, then worker 1's.
+//
+// One difference remains: the bound on out-of-order data held waiting for
+// holes to be filled (AssemblerOptions.MaxBufferedPagesTotal, ~120 MB) is
+// split between the workers, so a capture that reaches it (a hole with
+// tens of megabytes queued behind it) may give up other holes.
+
+// Sizes of the work handed to the workers.
+const (
+	// epochBytes and epochPackets end an epoch: packet bytes and packets
+	// read, over all workers.
+	epochBytes   = 256 << 10
+	epochPackets = 2048
+	// shardBatches is the number of batches each worker has, so the
+	// number of epochs the reader can be ahead of the merger.
+	shardBatches = 4
+	// batchBytes is the room a batch starts with for packet bytes: an
+	// epoch's worth and a large packet.
+	batchBytes = epochBytes + 64<<10
+	// maxDecodeErrors is how many malformed-input messages a Decoder
+	// keeps (decode's maxErrors): the merger keeps as many.
+	maxDecodeErrors = 20
+	// maxWorkers bounds --workers, and defaultMaxWorkers its default: one
+	// reader feeds them all, so a few saturate it, and each holds its
+	// batches and reassembly buffers.
+	maxWorkers        = 64
+	defaultMaxWorkers = 8
+)
+
+// itemKind is what a shardItem asks a worker to do.
+type itemKind uint8
+
+const (
+	itemPacket itemKind = iota // Assembler.Add
+	itemFlush                  // Assembler.Flush, before packet seq
+	itemEnd                    // end of input, after the last packet
+)
+
+// shardItem is one step of a worker, at position seq of the capture.
+type shardItem struct {
+	seq    uint64
+	ts     time.Time // of the packet, or the flush
+	length int       // the packet's CaptureInfo.Length
+	iface  int       // and InterfaceIndex
+	off, n int       // its bytes in shardBatch.data
+	link   layers.LinkType
+	kind   itemKind
+}
+
+// shardBatch is a worker's part of one epoch; data holds copies of the
+// packets. Batches are reused: the reader fills them, the worker empties
+// them and hands them back.
+type shardBatch struct {
+	items []shardItem
+	data  []byte
+}
+
+// eventKind says what a shardEvent carries.
+type eventKind uint8
+
+const (
+	eventConn     eventKind = iota // info: a connection taken as Kafka, to number
+	eventTopic                     // id, name: a topic named by ID
+	eventExchange                  // x: a complete exchange
+	eventError                     // name: a malformed-input message
+	eventFetch                     // fetch: a FetchResponse's batches
+	eventInitPID                   // initPID: an InitProducerId exchange
+	eventEndTxn                    // endTxn: an EndTxn exchange
+)
+
+// shardEvent is one thing a worker's Decoder did, at key: 2*seq for the
+// flush before packet seq (or the end of input, seq being the packet
+// count), 2*seq+1 for packet seq.
+type shardEvent struct {
+	key  uint64
+	kind eventKind
+	x    *decode.Exchange
+	info *decode.ConnInfo
+	id   [16]byte
+	name string
+	// fetch, initPID, endTxn: what a worker's Decoder gave its Sink's
+	// optional methods (decode.FetchSink, decode.TxnSink).
+	fetch   *decode.Fetch
+	initPID *decode.InitProducerID
+	endTxn  *decode.EndTxn
+}
+
+// shardSink is a worker Decoder's Sink: it files what the Decoder gives it
+// as events of the epoch, for the merger to replay in capture order. The
+// batches' bytes kept for record prints are detached, to be fingerprinted
+// by the merger (with printer, its own Decoder) if the Detector asks.
+type shardSink struct {
+	w       *shardWorker
+	printer *decode.Decoder
+}
+
+func (s shardSink) Produce(x *decode.Exchange) {
+	for i := range x.Batches {
+		x.Batches[i].Detach(s.printer)
+	}
+	s.w.events = append(s.w.events, shardEvent{key: s.w.key, kind: eventExchange, x: x})
+}
+
+func (s shardSink) Fetch(f *decode.Fetch) {
+	s.w.events = append(s.w.events, shardEvent{key: s.w.key, kind: eventFetch, fetch: f})
+}
+
+func (s shardSink) InitProducerID(x *decode.InitProducerID) {
+	s.w.events = append(s.w.events, shardEvent{key: s.w.key, kind: eventInitPID, initPID: x})
+}
+
+func (s shardSink) EndTxn(x *decode.EndTxn) {
+	s.w.events = append(s.w.events, shardEvent{key: s.w.key, kind: eventEndTxn, endTxn: x})
+}
+
+// shardWorker reassembles and decodes the connections routed to it.
+type shardWorker struct {
+	asm *capture.Assembler
+	dec *decode.Decoder
+
+	key    uint64       // of the item being worked on
+	events []shardEvent // of the epoch being worked on
+
+	malformed int64 // Decoder's Stats.Malformed so far
+	nerrs     int   // Decoder's Errors so far
+	errsFull  bool  // the Decoder keeps no more Errors
+
+	in      chan *shardBatch
+	free    chan *shardBatch
+	out     chan []shardEvent
+	recycle chan []shardEvent // event slices the merger is done with
+}
+
+// shardedPipeline is the pipeline of analyze with workers: the stages of
+// pipeline, the Assembler and Decoder once per worker.
+type shardedPipeline struct {
+	asmOpts capture.AssemblerOptions
+	workers []*shardWorker
+	det     *detect.Detector
+	// topics names topics by ID from what the workers learn, in capture
+	// order; it decodes nothing.
+	topics *decode.Decoder
+	nextID uint64
+	errs   []string
+	// observe, if set, sees every produce exchange before the Detector;
+	// onRead, if set, is called now and then with the input bytes read.
+	observe func(*decode.Exchange)
+	onRead  func(inputBytes int64)
+	// The outputs of the epoch being merged, per worker: received (have),
+	// and how far replayed.
+	outs [][]shardEvent
+	have []bool
+	pos  []int
+}
+
+// newShardedPipeline returns the pipeline of o over n workers. Only the
+// analyze options are honoured (not live, ignore or evidence).
+func newShardedPipeline(o pipelineOptions, n int) *shardedPipeline {
+	sp := &shardedPipeline{
+		asmOpts: capture.AssemblerOptions{
+			IdleTimeout:   o.idleTimeout,
+			ExternalFlush: true,
+			// The workers share the out-of-order data one Assembler may
+			// hold, so that memory stays as bounded as with one.
+			MaxBufferedPagesTotal: max(capture.DefaultMaxBufferedPagesTotal/n, capture.DefaultMaxBufferedPagesPerConnection),
+		},
+		det: detect.New(detect.Options{Window: o.window, Scope: o.scope,
+			AllRecords: o.allRecords, MaxBatches: o.maxBatches}),
+		topics:  decode.New(nil, decode.Options{}),
+		observe: o.observe,
+	}
+	for range n {
+		w := &shardWorker{
+			in:      make(chan *shardBatch, shardBatches),
+			free:    make(chan *shardBatch, shardBatches),
+			out:     make(chan []shardEvent, shardBatches),
+			recycle: make(chan []shardEvent, shardBatches+2),
+		}
+		for range shardBatches {
+			w.free <- &shardBatch{data: make([]byte, 0, batchBytes), items: make([]shardItem, 0, 256)}
+		}
+		w.dec = decode.New(shardSink{w: w, printer: sp.topics}, decode.Options{
+			Ports:        o.ports,
+			Sniff:        o.sniff,
+			Records:      o.records,
+			RecordPrints: o.recordMatch,
+			OnConnection: func(info *decode.ConnInfo) {
+				w.events = append(w.events, shardEvent{key: w.key, kind: eventConn, info: info})
+			},
+			OnTopicID: func(id [16]byte, name string) {
+				w.events = append(w.events, shardEvent{key: w.key, kind: eventTopic, id: id, name: name})
+			},
+		})
+		w.asm = capture.NewAssembler(func(a, b netip.AddrPort, ts time.Time) capture.Stream {
+			// A nil *decode.Conn must become a nil interface.
+			if c := w.dec.NewStream(a, b, ts); c != nil {
+				return c
+			}
+			return nil
+		}, sp.asmOpts)
+		sp.workers = append(sp.workers, w)
+	}
+	sp.outs, sp.have, sp.pos = make([][]shardEvent, n), make([]bool, n), make([]int, n)
+	return sp
+}
+
+// readFiles reads the capture files as pipeline.readFiles does, through the
+// workers, and feeds the Detector; it returns the input errors.
+func (sp *shardedPipeline) readFiles(files []string, skew []time.Duration, stdin io.Reader) []error {
+	m, errs := openMerged(files, skew, stdin)
+	defer m.Close()
+	for _, w := range sp.workers {
+		go w.run()
+	}
+	return append(errs, sp.read(m)...)
+}
+
+// read is the reader and the merger, on the calling goroutine: it hands
+// every packet of m to its worker, with the flushes, in epochs, merges the
+// epochs the workers are done with between two, and returns m's errors.
+// The reader stays at most shardBatches epochs ahead of the merger; one
+// goroutine doing both leaves the other cores to the workers.
+func (sp *shardedPipeline) read(m *capture.Merged) []error {
+	var (
+		errs        []error
+		n           = uint64(len(sp.workers))
+		gate        = capture.NewFlushGate(sp.asmOpts)
+		hasher      = capture.NewFlowHasher()
+		cur         = make([]*shardBatch, n)
+		seq         uint64
+		bytes, pkts int
+		inFlight    int // epochs sent and not merged
+	)
+	take := func() {
+		// Never waits: fewer than shardBatches epochs are in flight, and
+		// a worker frees a batch before handing its output on.
+		for i, w := range sp.workers {
+			cur[i] = <-w.free
+		}
+	}
+	send := func() {
+		for i, w := range sp.workers {
+			w.in <- cur[i]
+		}
+		inFlight++
+		for inFlight > 0 && sp.mergeEpoch(inFlight == shardBatches) {
+			inFlight--
+		}
+	}
+	take()
+	for read := 0; ; read++ {
+		if sp.onRead != nil && read&progressEvery == 0 {
+			sp.onRead(m.InputBytes())
+		}
+		pkt, err := m.Next()
+		if err == io.EOF {
+			if sp.onRead != nil {
+				sp.onRead(m.InputBytes())
+			}
+			break
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if ts := pkt.CI.Timestamp; gate.Due(ts) {
+			for _, b := range cur {
+				b.items = append(b.items, shardItem{seq: seq, kind: itemFlush, ts: ts})
+			}
+		}
+		w := uint64(0)
+		if h, ok := hasher.Hash(pkt.LinkType, pkt.Data); ok {
+			w = (h >> 32) * n >> 32
+		}
+		b := cur[w]
+		b.items = append(b.items, shardItem{seq: seq, kind: itemPacket, link: pkt.LinkType, ts: pkt.CI.Timestamp,
+			length: pkt.CI.Length, iface: pkt.CI.InterfaceIndex, off: len(b.data), n: len(pkt.Data)})
+		b.data = append(b.data, pkt.Data...)
+		seq++
+		bytes += len(pkt.Data)
+		pkts++
+		if bytes >= epochBytes || pkts >= epochPackets {
+			send()
+			take()
+			bytes, pkts = 0, 0
+		}
+	}
+	for _, b := range cur {
+		b.items = append(b.items, shardItem{seq: seq, kind: itemEnd})
+	}
+	send()
+	for _, w := range sp.workers {
+		close(w.in)
+	}
+	for ; inFlight > 0; inFlight-- {
+		sp.mergeEpoch(true)
+	}
+	return errs
+}
+
+// run is a worker's goroutine: one output per batch, in order.
+func (w *shardWorker) run() {
+	defer close(w.out)
+	for b := range w.in {
+		select {
+		case w.events = <-w.recycle:
+		default:
+		}
+		for i := range b.items {
+			it := &b.items[i]
+			switch it.kind {
+			case itemPacket:
+				w.key = 2*it.seq + 1
+				w.asm.Add(capture.Packet{
+					Data:     b.data[it.off : it.off+it.n],
+					CI:       gopacket.CaptureInfo{Timestamp: it.ts, CaptureLength: it.n, Length: it.length, InterfaceIndex: it.iface},
+					LinkType: it.link,
+				})
+			case itemFlush:
+				w.key = 2 * it.seq
+				w.asm.Flush(it.ts)
+			case itemEnd:
+				w.key = 2 * it.seq
+				w.dec.EndOfInput()
+				w.asm.Close()
+			}
+			w.checkErrors()
+		}
+		b.items, b.data = b.items[:0], b.data[:0]
+		w.free <- b
+		w.out <- w.events
+		w.events = nil
+	}
+}
+
+// checkErrors passes on the Decoder's new error messages.
+func (w *shardWorker) checkErrors() {
+	if w.errsFull {
+		return
+	}
+	m := w.dec.Stats().Malformed
+	if m == w.malformed {
+		return
+	}
+	w.malformed = m
+	errs := w.dec.Errors()
+	if len(errs) == w.nerrs {
+		w.errsFull = true // every error counts in Malformed: the list is full
+		return
+	}
+	for _, e := range errs[w.nerrs:] {
+		w.events = append(w.events, shardEvent{key: w.key, kind: eventError, name: e})
+	}
+	w.nerrs = len(errs)
+}
+
+// mergeEpoch replays the workers' events of the oldest epoch not merged,
+// in capture order, and reports whether it did; unless wait, only if every
+// worker is done with it.
+func (sp *shardedPipeline) mergeEpoch(wait bool) bool {
+	outs, have := sp.outs, sp.have
+	for i, w := range sp.workers {
+		if have[i] {
+			continue
+		}
+		if wait {
+			outs[i], have[i] = <-w.out, true
+			continue
+		}
+		select {
+		case outs[i] = <-w.out:
+			have[i] = true
+		default:
+			return false
+		}
+	}
+	pos := sp.pos
+	clear(pos)
+	for {
+		best, key := -1, uint64(0)
+		for i, evs := range outs {
+			if p := pos[i]; p < len(evs) && (best < 0 || evs[p].key < key) {
+				best, key = i, evs[p].key
+			}
+		}
+		if best < 0 {
+			break
+		}
+		// Replay best's run of events up to the next worker's: before
+		// its next key, or at it if best comes first.
+		evs := outs[best]
+		next, nextW := uint64(1<<64-1), len(outs)
+		for i, o := range outs {
+			if i != best && pos[i] < len(o) && o[pos[i]].key < next {
+				next, nextW = o[pos[i]].key, i
+			}
+		}
+		p := pos[best]
+		for ; p < len(evs) && (evs[p].key < next || evs[p].key == next && best < nextW); p++ {
+			sp.replay(&evs[p])
+		}
+		pos[best] = p
+	}
+	for i, w := range sp.workers {
+		clear(outs[i])
+		select {
+		case w.recycle <- outs[i][:0]:
+		default:
+		}
+		outs[i], have[i] = nil, false
+	}
+	return true
+}
+
+// replay does what one Decoder would have done for e.
+func (sp *shardedPipeline) replay(e *shardEvent) {
+	switch e.kind {
+	case eventConn:
+		sp.nextID++
+		e.info.ID = sp.nextID
+	case eventTopic:
+		sp.topics.LearnTopic(e.id, e.name)
+	case eventExchange:
+		sp.topics.ResolveTopics(e.x)
+		if sp.observe != nil {
+			sp.observe(e.x)
+		}
+		sp.det.Produce(e.x)
+	case eventFetch:
+		sp.det.Fetch(e.fetch)
+	case eventInitPID:
+		sp.det.InitProducerID(e.initPID)
+	case eventEndTxn:
+		sp.det.EndTxn(e.endTxn)
+	case eventError:
+		if len(sp.errs) < maxDecodeErrors {
+			sp.errs = append(sp.errs, e.name)
+		}
+	}
+}
+
+// finish returns all findings, sorted; the workers have ended.
+func (sp *shardedPipeline) finish() []detect.Finding {
+	return sp.det.Flush()
+}
+
+// errors returns the first malformed-input messages, in capture order.
+func (sp *shardedPipeline) errors() []string { return slices.Clone(sp.errs) }
+
+// summary sums the workers' counts and lists their connections in ID order.
+func (sp *shardedPipeline) summary(files, inputErrs []string) report.Summary {
+	var (
+		cs    capture.Stats
+		ds    decode.Stats
+		conns []decode.ConnSummary
+	)
+	for _, w := range sp.workers {
+		addCounts(reflect.ValueOf(&cs).Elem(), reflect.ValueOf(w.asm.Stats()))
+		addCounts(reflect.ValueOf(&ds).Elem(), reflect.ValueOf(w.dec.Stats()))
+		conns = append(conns, w.dec.Connections()...)
+	}
+	slices.SortFunc(conns, func(a, b decode.ConnSummary) int {
+		return cmp.Compare(a.Info.ID, b.Info.ID)
+	})
+	return buildSummary(files, inputErrs, cs, ds, conns, sp.det.Stats())
+}
+
+// addCounts adds the integer fields of src to those of dst, the same
+// struct type, nested structs included.
+func addCounts(dst, src reflect.Value) {
+	for i := range dst.NumField() {
+		f := dst.Field(i)
+		if !f.CanSet() {
+			continue
+		}
+		switch f.Kind() {
+		case reflect.Int, reflect.Int64, reflect.Int32:
+			f.SetInt(f.Int() + src.Field(i).Int())
+		case reflect.Struct:
+			addCounts(f, src.Field(i))
+		}
+	}
+}
+
+// workersUsage is the help text of --workers.
+const workersUsage = "reassemble and decode connections on `N` goroutines, spread by their addresses, beside the one reading (1: one goroutine does all); the output is the same for any N. 0 chooses: the CPUs usable (at most 8) with --records or --app-duplicates, else 1"
+
+// autoWorkers is what --workers 0 (the default) chooses. Measured on 2
+// cores, sharding pays when decoding dominates (--records: 1.5x faster;
+// --app-duplicates decompresses every batch) but not on plain analyze,
+// where reading and detection, which one goroutine does, and the garbage
+// collector take most of the time (within 10% either way); so it shards
+// only with records to decode.
+func autoWorkers(records int, appDuplicates bool) int {
+	if records > 0 || appDuplicates {
+		return min(runtime.GOMAXPROCS(0), defaultMaxWorkers)
+	}
+	return 1
+}
