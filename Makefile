@@ -5,7 +5,7 @@ FUZZTIME    ?= 5s
 BENCH_SIZE  ?= 100MB
 BENCH_DIR   ?= testdata/bench
 BENCH_BIG_SIZES ?= 1GB 4GB
-BENCH_BIG_WINDOW ?= 1m
+BENCH_BIG_WINDOW ?= 10m
 # BENCH_TSHARK=0 leaves tshark out of the bench table.
 BENCH_TSHARK ?= 1
 BENCH_TSHARK_FLAG = $(if $(filter 0,$(BENCH_TSHARK)),-tshark=)
@@ -80,10 +80,10 @@ bench: build bench-tools
 # Peak RSS does not grow with the file: analyze on generated loopback-MTU
 # captures of each size in BENCH_BIG_SIZES (default 1GB and 4GB; ~5 GB of
 # disk), tshark on files up to 1.1 GB only. Memory follows the batches
-# remembered in the detection window: the generator writes ~8.5 MB of
-# capture per second of capture time, so the default 10m window would hold
-# all of a 4 GB file; BENCH_BIG_WINDOW (default 1m) is shorter than both
-# files. The files are deleted afterwards unless BENCH_KEEP=1.
+# remembered, at most --max-batches whatever the window: the generator
+# writes ~8.5 MB of capture per second of capture time, so the default 10m
+# window (BENCH_BIG_WINDOW) holds all of a 4 GB file and the bound decides.
+# The files are deleted afterwards unless BENCH_KEEP=1.
 bench-big: build bench-tools
 	mkdir -p $(BENCH_DIR)/big
 	@for s in $(BENCH_BIG_SIZES); do \

@@ -137,11 +137,21 @@ type shardEvent struct {
 type shardSink struct {
 	w       *shardWorker
 	printer *decode.Decoder
+	// every: the Detector fingerprints every batch (--app-duplicates), so
+	// the worker does it, in parallel, rather than the merger.
+	every bool
 }
 
 func (s shardSink) Produce(x *decode.Exchange) {
 	for i := range x.Batches {
-		x.Batches[i].Detach(s.printer)
+		b := &x.Batches[i]
+		if s.every {
+			p := slices.Clone(b.RecordPrints())
+			b.Detach(s.printer)
+			b.SetRecordPrints(p)
+			continue
+		}
+		b.Detach(s.printer)
 	}
 	s.w.events = append(s.w.events, shardEvent{key: s.w.key, kind: eventExchange, x: x})
 }
@@ -224,7 +234,7 @@ func newShardedPipeline(o pipelineOptions, n int) *shardedPipeline {
 		for range shardBatches {
 			w.free <- &shardBatch{data: make([]byte, 0, batchBytes), items: make([]shardItem, 0, 256)}
 		}
-		w.dec = decode.New(shardSink{w: w, printer: sp.topics}, decode.Options{
+		w.dec = decode.New(shardSink{w: w, printer: sp.topics, every: o.allRecords}, decode.Options{
 			Ports:        o.ports,
 			Sniff:        o.sniff,
 			Records:      o.records,
