@@ -93,6 +93,14 @@ func (d *Decoder) recordBatch(b []byte) (Batch, int, error) {
 	if n > len(b) {
 		return Batch{}, 0, fmt.Errorf("partial record batch: %d of %d bytes", len(b), n)
 	}
+	bt := batchHeader(b, n)
+	bt.Hash = xxhash.Sum64(b[batchAttrOffset:n])
+	return bt, n, nil
+}
+
+// batchHeader reads the header fields of the RecordBatch of n bytes at the
+// start of b, whose length has been checked.
+func batchHeader(b []byte, n int) Batch {
 	be := binary.BigEndian
 	return Batch{
 		Magic:           2,
@@ -106,8 +114,7 @@ func (d *Decoder) recordBatch(b []byte) (Batch, int, error) {
 		FirstSequence:   int32(be.Uint32(b[53:])),
 		NumRecords:      int32(be.Uint32(b[57:])),
 		Length:          n,
-		Hash:            xxhash.Sum64(b[batchAttrOffset:n]),
-	}, n, nil
+	}
 }
 
 // legacySet reads the run of legacy messages (magic 0 or 1) at the start of

@@ -327,20 +327,7 @@ func fetchedRecordBatch(b []byte) (Batch, int, error) {
 	if length < batchHeaderBytes-12 || n > len(b) {
 		return Batch{}, 0, errTruncated
 	}
-	be := binary.BigEndian
-	return Batch{
-		Magic:           2,
-		CRC:             be.Uint32(b[batchCRCOffset:]),
-		Attributes:      int16(be.Uint16(b[21:])),
-		LastOffsetDelta: int32(be.Uint32(b[23:])),
-		FirstTimestamp:  int64(be.Uint64(b[27:])),
-		MaxTimestamp:    int64(be.Uint64(b[35:])),
-		ProducerID:      int64(be.Uint64(b[43:])),
-		ProducerEpoch:   int16(be.Uint16(b[51:])),
-		FirstSequence:   int32(be.Uint32(b[53:])),
-		NumRecords:      int32(be.Uint32(b[57:])),
-		Length:          n,
-	}, n, nil
+	return batchHeader(b, n), n, nil
 }
 
 func be64(b []byte) uint64 {

@@ -77,24 +77,7 @@ func (d *Detector) report(slot int32, b *batch) Finding {
 	d.applyTxn(&f)
 	rs := d.reports[slot]
 	f.Revision = int(rs.revision)
-	ts := d.topic(f.Topic, f.TopicID)
-	if b.reported == verdictNone {
-		d.stats.Findings++
-		ts.Findings++
-	} else {
-		d.stats.Revisions++
-		old := verdictByCode[b.reported]
-		if d.stats.ByVerdict[old]--; d.stats.ByVerdict[old] == 0 {
-			delete(d.stats.ByVerdict, old)
-		}
-		if old == Duplicated {
-			ts.Duplicated--
-		}
-	}
-	d.stats.ByVerdict[f.Verdict]++
-	if f.Verdict == Duplicated {
-		ts.Duplicated++
-	}
+	d.countReport(&f, b.reported)
 	if d.opts.KeepFindings {
 		if rs.revision == 0 {
 			rs.index = int32(len(d.findings))
@@ -175,4 +158,28 @@ func final(a *attempt) bool {
 		return false
 	}
 	return !kerr.IsRetriable(kerr.ErrorForCode(a.errorCode))
+}
+
+// countReport counts a report of f: a new finding when reported is
+// verdictNone, else a revision of one last reported with that verdict,
+// whose count moves to f's.
+func (d *Detector) countReport(f *Finding, reported verdictCode) {
+	ts := d.topic(f.Topic, f.TopicID)
+	if reported == verdictNone {
+		d.stats.Findings++
+		ts.Findings++
+	} else {
+		d.stats.Revisions++
+		old := verdictByCode[reported]
+		if d.stats.ByVerdict[old]--; d.stats.ByVerdict[old] == 0 {
+			delete(d.stats.ByVerdict, old)
+		}
+		if old == Duplicated {
+			ts.Duplicated--
+		}
+	}
+	d.stats.ByVerdict[f.Verdict]++
+	if f.Verdict == Duplicated {
+		ts.Duplicated++
+	}
 }

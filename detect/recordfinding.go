@@ -66,29 +66,11 @@ func (d *Detector) groupDecided(emit bool) {
 // countRecordFinding counts f, a first report or a revision of an earlier
 // one (when its duplicates were reported before), and marks them reported.
 func (d *Detector) countRecordFinding(group []int32, f *Finding) {
-	rs := d.recs
-	ts := d.topic(f.Topic, f.TopicID)
-	first := &rs.dups[group[0]]
-	if first.reported == verdictNone {
-		d.stats.Findings++
-		ts.Findings++
-	} else {
-		d.stats.Revisions++
-		old := verdictByCode[first.reported]
-		if d.stats.ByVerdict[old]--; d.stats.ByVerdict[old] == 0 {
-			delete(d.stats.ByVerdict, old)
-		}
-		if old == Duplicated {
-			ts.Duplicated--
-		}
-	}
-	d.stats.ByVerdict[f.Verdict]++
-	if f.Verdict == Duplicated {
-		ts.Duplicated++
-	}
+	first := &d.recs.dups[group[0]]
 	if first.reported == verdictNone {
 		d.stats.RecordFindings++
 	}
+	d.countReport(f, first.reported)
 	d.markReported(group, f)
 }
 

@@ -179,24 +179,7 @@ func checkFindings(t *testing.T, res *kafkatest.Result, findings []cliFinding, i
 			t.Errorf("%s: no such partition in the log", where)
 			continue
 		}
-		for _, off := range f.AppendedOffsets {
-			b, ok := pl.BatchAt(off)
-			if !ok {
-				t.Errorf("%s: appended offset %d is not a batch's base offset in the log", where, off)
-				continue
-			}
-			if crc := fmt.Sprintf("0x%08x", b.CRC); crc != f.BatchCRC {
-				t.Errorf("%s: the log's batch at %d has CRC %s", where, off, crc)
-			}
-			if f.Verdict != "duplicated" {
-				continue
-			}
-			for _, r := range pl.Records {
-				if r.BatchBaseOffset == off && held[f.Partition][r.Value] < 2 {
-					t.Errorf("%s: duplicated, but the log holds %q (offset %d) once", where, r.Value, r.Offset)
-				}
-			}
-		}
+		checkAppended(t, where, pl, f, func(r kafkatest.Record) bool { return held[f.Partition][r.Value] >= 2 })
 		if idempotent && f.Verdict != "deduplicated" {
 			t.Errorf("%s: idempotent producer, the log holds every record once: want deduplicated", where)
 		}
@@ -311,4 +294,29 @@ func keepOnFailure(t *testing.T, pcap string) {
 		}
 		t.Logf("failed capture kept at %s (replay: kdupcap analyze %s)", dst.Name(), dst.Name())
 	})
+}
+
+// checkAppended checks that each of f's appended offsets is the base offset
+// of a batch of pl with f's CRC and, when f says duplicated, that the log
+// holds every record of those batches twice or more (twice says).
+func checkAppended(t *testing.T, where string, pl kafkatest.PartitionLog, f cliFinding, twice func(kafkatest.Record) bool) {
+	t.Helper()
+	for _, off := range f.AppendedOffsets {
+		b, ok := pl.BatchAt(off)
+		if !ok {
+			t.Errorf("%s: appended offset %d is not a batch's base offset in the log", where, off)
+			continue
+		}
+		if crc := fmt.Sprintf("0x%08x", b.CRC); crc != f.BatchCRC {
+			t.Errorf("%s: the log's batch at %d has CRC %s", where, off, crc)
+		}
+		if f.Verdict != "duplicated" {
+			continue
+		}
+		for _, r := range pl.Records {
+			if r.BatchBaseOffset == off && !twice(r) {
+				t.Errorf("%s: duplicated, but the log holds %q (offset %d) once", where, r.Value, r.Offset)
+			}
+		}
+	}
 }
