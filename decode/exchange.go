@@ -81,7 +81,11 @@ type Batch struct {
 	Length int
 	// Hash fingerprints the bytes the CRC covers (attributes to the end for
 	// a RecordBatch; every message from its CRC on for a legacy set), so
-	// equal hashes mean the same batch bytes whatever baseOffset says.
+	// equal hashes mean the same batch bytes whatever baseOffset says. For
+	// a RecordBatch it is built CRC first, from the CRC, the length, the
+	// header fields and both ends of the records, without reading the
+	// records between (see batch.go): equal then means the same bytes but
+	// for a CRC-32C collision between batches alike in all of those.
 	Hash uint64
 
 	// Records holds the first Options.Records records of the batch, nil

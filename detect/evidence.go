@@ -120,8 +120,13 @@ type hwmSample struct {
 	time, hwm int64
 }
 
-// fetchState is the Detector's fetch evidence.
+// fetchState is the Detector's fetch evidence. Batches are watched only
+// from the first FetchResponse on (active): most captures hold none, and
+// watching every batch would cost a map entry each; at the first one, the
+// batches remembered and the findings kept are all watched at once, which
+// is the same, since no fetch before it could show any.
 type fetchState struct {
+	active bool
 	watch  map[fpKey]*watched
 	covers map[partKey]*cover
 	// evidenced counts the leading Detector.findings evidence was applied
@@ -143,20 +148,41 @@ func (b *batch) fp() fpKey {
 // watchBatch starts looking for the fetched copies of b, a batch just
 // remembered.
 func (d *Detector) watchBatch(b *batch) {
-	d.fetch.init()
-	k := b.fp()
+	if d.fetch.active {
+		d.watchKey(b.fp(), b.topic, b.topicID)
+	}
+}
+
+func (d *Detector) watchKey(k fpKey, topic string, id [16]byte) {
 	w := d.fetch.watch[k]
 	if w == nil {
-		w = &watched{topic: b.topic, topicID: b.topicID}
+		w = &watched{topic: topic, topicID: id}
 		d.fetch.watch[k] = w
 	}
 	w.refs++
 }
 
+// activateWatch starts watching, at the first fetch: every batch
+// remembered, and every batch finding kept without its evidence yet.
+func (d *Detector) activateWatch() {
+	d.fetch.init()
+	d.fetch.active = true
+	for i := range d.slab.n {
+		if b := d.slab.at(i); b.live {
+			d.watchBatch(b)
+		}
+	}
+	for i := d.fetch.evidenced; i < len(d.findings); i++ {
+		if f := &d.findings[i]; f.Kind == KindBatch || f.Kind == "" {
+			d.watchKey(fpOf(f.Partition, f.ProducerID, f.ProducerEpoch, f.FirstSequence, f.NumRecords-1, f.BatchCRC), f.Topic, f.TopicID)
+		}
+	}
+}
+
 // unwatchBatch stops looking for b's copies unless keep (its finding is
 // kept until Flush).
 func (d *Detector) unwatchBatch(b *batch, keep bool) {
-	if keep {
+	if keep || !d.fetch.active {
 		return
 	}
 	k := b.fp()
@@ -185,7 +211,9 @@ func (d *Detector) Fetch(f *decode.Fetch) {
 	if f == nil {
 		return
 	}
-	d.fetch.init()
+	if !d.fetch.active {
+		d.activateWatch()
+	}
 	d.stats.FetchResponses++
 	ref := WireExchange{RequestTime: f.RequestTime, ResponseTime: f.ResponseTime}
 	if f.Conn != nil {
@@ -294,6 +322,9 @@ func (c *cover) covers(off, after int64) (int64, bool) {
 // batch, and sets Evidence, FetchedOffsets and Fetches.
 func (d *Detector) applyEvidence(f *Finding) {
 	f.Evidence = EvidenceProduce
+	if f.Kind != KindBatch && f.Kind != "" {
+		return // fetched batches show batch bytes, not records re-batched
+	}
 	w := d.fetch.watch[fpOf(f.Partition, f.ProducerID, f.ProducerEpoch, f.FirstSequence, f.NumRecords-1, f.BatchCRC)]
 	if w == nil || len(w.copies) == 0 {
 		return
@@ -412,6 +443,6 @@ func (d *Detector) applyAll() {
 
 // resetEvidence forgets the fetch and transaction state, at Flush.
 func (d *Detector) resetEvidence() {
-	d.fetch.watch, d.fetch.covers = nil, nil
+	d.fetch.watch, d.fetch.covers, d.fetch.active = nil, nil, false
 	d.txn = txnState{}
 }

@@ -135,9 +135,12 @@ const (
 // matchRecords decides whether the records of one attempt of bt (a
 // producer that is not idempotent) are matched, and files them if so.
 func (d *Detector) matchRecords(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, seen int64) {
-	part := d.partitionKey(conn, at.clientID, bt)
 	failed := at.acks != 0 && (!at.responded || !at.partResp || at.errorCode != 0)
 	want := d.opts.AllRecords
+	if !failed && !want && len(d.hot) == 0 {
+		return // the common case: nothing failed lately
+	}
+	part := d.partitionKey(conn, at.clientID, bt)
 	switch h, ok := d.hot[part]; {
 	case failed:
 		if d.hot == nil || len(d.hot) >= maxHot {

@@ -254,9 +254,9 @@ func (b *batch) spans() bool {
 	return false
 }
 
-// slab holds the remembered batches in chunks of 1<<chunkBits, so that
-// growing it never copies more than one chunk (a million batches is common);
-// the last chunk grows as needed, so a small run stays small.
+// slab holds the remembered batches in chunks of 1<<chunkBits, made whole
+// at once, so that growing it never copies a batch (a hundred thousand
+// batches is common): a small run holds one chunk, about 1 MB.
 type slab struct {
 	chunks [][]batch
 	n      int32 // slots handed out
@@ -272,7 +272,7 @@ func (s *slab) at(slot int32) *batch {
 func (s *slab) grow() int32 {
 	k := int(s.n >> chunkBits)
 	if k == len(s.chunks) {
-		s.chunks = append(s.chunks, make([]batch, 0, 64))
+		s.chunks = append(s.chunks, make([]batch, 0, 1<<chunkBits))
 	}
 	s.chunks[k] = append(s.chunks[k], batch{})
 	s.n++
