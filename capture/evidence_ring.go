@@ -61,6 +61,9 @@ func (e *Evidence) put(c *evConn, p Packet) {
 	ts := p.CI.Timestamp
 	// While it is written, c may hold a slab more than the packet needs.
 	if n > int64(e.opts.PerConnBytes) || n > int64(e.maxSlabs-2)*e.slabSize {
+		// A packet that can never be held: what is held of c now lies
+		// before a hole, and evidence is the newest packets or none.
+		e.dropAll(c)
 		e.dropped(c, len(p.Data), ts)
 		return
 	}
@@ -73,6 +76,7 @@ func (e *Evidence) put(c *evConn, p Packet) {
 		if s == nil {
 			e.writing = nil
 			e.truncate(c, c.tail)
+			e.dropAll(c)
 			e.dropped(c, len(p.Data), ts)
 			return
 		}
@@ -159,6 +163,13 @@ func (e *Evidence) dropHead(c *evConn) (int, time.Time) {
 		heap.Fix(&e.heap, c.idx)
 	}
 	return int(h.capLen), h.ts
+}
+
+// dropAll drops every packet c holds, oldest first, as the bounds do.
+func (e *Evidence) dropAll(c *evConn) {
+	for c.head < c.tail {
+		e.dropOldest(c)
+	}
 }
 
 // truncate drops the packets of c from position to on (the newest ones).
