@@ -1,11 +1,9 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"testing"
 
@@ -123,33 +121,14 @@ func BenchmarkReadLoop(b *testing.B) {
 
 // compareManifest checks findings against what the generator re-sent.
 func compareManifest(findings []detect.Finding, m *gencap.Manifest) error {
-	if len(findings) != len(m.Resends) {
-		return fmt.Errorf("%d findings, the manifest re-sent %d batches", len(findings), len(m.Resends))
-	}
-	type key struct {
-		client, broker, topic string
-		partition             int32
-		first                 int32
-	}
-	want := map[key]gencap.Resend{}
-	for _, r := range m.Resends {
-		want[key{r.Client, r.Broker, r.Topic, r.Partition, r.CorrelationIDs[0]}] = r
-	}
-	for _, f := range findings {
-		k := key{f.Client.String(), f.Broker.String(), f.Topic, f.Partition, f.Attempts[0].CorrelationID}
-		r, ok := want[k]
-		if !ok {
-			return fmt.Errorf("finding not in the manifest: %+v", k)
+	found := make([]gencap.Found, len(findings))
+	for i, f := range findings {
+		ids := make([]int32, len(f.Attempts))
+		for j, a := range f.Attempts {
+			ids[j] = a.CorrelationID
 		}
-		var ids []int32
-		for _, a := range f.Attempts {
-			ids = append(ids, a.CorrelationID)
-		}
-		if !slices.Equal(ids, r.CorrelationIDs) || string(f.Verdict) != r.Verdict ||
-			!slices.Equal(f.AppendedOffsets, r.AppendedOffsets) {
-			return fmt.Errorf("finding %+v: attempts %v verdict %s offsets %v, manifest %v %s %v",
-				k, ids, f.Verdict, f.AppendedOffsets, r.CorrelationIDs, r.Verdict, r.AppendedOffsets)
-		}
+		found[i] = gencap.Found{Client: f.Client.String(), Broker: f.Broker.String(), Topic: f.Topic, Partition: f.Partition,
+			CorrelationIDs: ids, Verdict: string(f.Verdict), AppendedOffsets: f.AppendedOffsets}
 	}
-	return nil
+	return m.Check(found)
 }

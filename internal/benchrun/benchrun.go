@@ -13,14 +13,12 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -271,16 +269,7 @@ type jsonFinding struct {
 // topic-partition, attempts (by correlation ID, in order), verdict and
 // appended offsets.
 func CheckFindings(out []byte, m *gencap.Manifest) error {
-	type key struct {
-		client, broker, topic string
-		partition             int32
-		first                 int32
-	}
-	want := map[key]gencap.Resend{}
-	for _, r := range m.Resends {
-		want[key{r.Client, r.Broker, r.Topic, r.Partition, r.CorrelationIDs[0]}] = r
-	}
-	n := 0
+	var found []gencap.Found
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 64<<20)
 	for sc.Scan() {
@@ -288,40 +277,20 @@ func CheckFindings(out []byte, m *gencap.Manifest) error {
 		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
 			return fmt.Errorf("analyze output line %q: %w", firstLines(sc.Bytes(), 1), err)
 		}
-		if f.Type != "duplicate" { // the summary line
+		if f.Type != "duplicate" { // producers, the summary
 			continue
 		}
-		n++
-		if len(f.Attempts) == 0 {
-			return errors.New("a finding with no attempts")
-		}
-		k := key{f.Client, f.Broker, f.Topic, f.Partition, f.Attempts[0].CorrelationID}
-		r, ok := want[k]
-		if !ok {
-			return fmt.Errorf("finding not in the manifest: %+v", k)
-		}
-		delete(want, k)
 		ids := make([]int32, len(f.Attempts))
 		for i, a := range f.Attempts {
 			ids[i] = a.CorrelationID
 		}
-		if !slices.Equal(ids, r.CorrelationIDs) || f.Verdict != r.Verdict || !slices.Equal(f.AppendedOffsets, r.AppendedOffsets) {
-			return fmt.Errorf("finding %+v: attempts %v verdict %s offsets %v, manifest %v %s %v",
-				k, ids, f.Verdict, f.AppendedOffsets, r.CorrelationIDs, r.Verdict, r.AppendedOffsets)
-		}
+		found = append(found, gencap.Found{Client: f.Client, Broker: f.Broker, Topic: f.Topic, Partition: f.Partition,
+			CorrelationIDs: ids, Verdict: f.Verdict, AppendedOffsets: f.AppendedOffsets})
 	}
 	if err := sc.Err(); err != nil {
 		return err
 	}
-	if len(want) > 0 {
-		missing := make([]string, 0, len(want))
-		for k := range want {
-			missing = append(missing, fmt.Sprintf("%+v", k))
-		}
-		sort.Strings(missing)
-		return fmt.Errorf("%d findings, the manifest re-sent %d batches; missing e.g. %s", n, len(m.Resends), missing[0])
-	}
-	return nil
+	return m.Check(found)
 }
 
 // WriteTable prints ms as one aligned table, then per file the ratios

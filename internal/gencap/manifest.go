@@ -2,8 +2,10 @@ package gencap
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // Verdicts the manifest assigns to resends; the strings equal detect.Verdict
@@ -101,3 +103,52 @@ func ReadManifest(r io.Reader) (*Manifest, error) {
 
 // ManifestPath is where the manifest of the capture at pcapPath goes.
 func ManifestPath(pcapPath string) string { return pcapPath + ".manifest.json" }
+
+// Found is one finding as a checker of the manifest sees it, from
+// kdupcap's JSON Lines or from detect.Finding.
+type Found struct {
+	Client, Broker, Topic string
+	Partition             int32
+	CorrelationIDs        []int32 // every attempt's, in send order
+	Verdict               string
+	AppendedOffsets       []int64
+}
+
+// Check compares found with the resends of m: the same set, each with the
+// same client, broker, topic-partition, attempts (by correlation ID, in
+// order), verdict and appended offsets.
+func (m *Manifest) Check(found []Found) error {
+	type key struct {
+		client, broker, topic string
+		partition             int32
+		first                 int32
+	}
+	want := map[key]Resend{}
+	for _, r := range m.Resends {
+		want[key{r.Client, r.Broker, r.Topic, r.Partition, r.CorrelationIDs[0]}] = r
+	}
+	for _, f := range found {
+		if len(f.CorrelationIDs) == 0 {
+			return errors.New("gencap: a finding with no attempts")
+		}
+		k := key{f.Client, f.Broker, f.Topic, f.Partition, f.CorrelationIDs[0]}
+		r, ok := want[k]
+		if !ok {
+			return fmt.Errorf("gencap: finding not in the manifest: %+v", k)
+		}
+		delete(want, k)
+		if !slices.Equal(f.CorrelationIDs, r.CorrelationIDs) || f.Verdict != r.Verdict || !slices.Equal(f.AppendedOffsets, r.AppendedOffsets) {
+			return fmt.Errorf("gencap: finding %+v: attempts %v verdict %s offsets %v, manifest %v %s %v",
+				k, f.CorrelationIDs, f.Verdict, f.AppendedOffsets, r.CorrelationIDs, r.Verdict, r.AppendedOffsets)
+		}
+	}
+	if len(want) > 0 {
+		missing := make([]string, 0, len(want))
+		for k := range want {
+			missing = append(missing, fmt.Sprintf("%+v", k))
+		}
+		slices.Sort(missing)
+		return fmt.Errorf("gencap: %d findings, the manifest re-sent %d batches; missing e.g. %s", len(found), len(m.Resends), missing[0])
+	}
+	return nil
+}
