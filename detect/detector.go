@@ -12,11 +12,11 @@ import (
 // Defaults for Options.
 const (
 	DefaultWindow = 10 * time.Minute
-	// DefaultMaxBatches bounds the detector's memory to about 100 MB of
-	// heap (some 750 bytes a batch, indexes and queues included), whatever
-	// the window: at 10 minutes a busy broker's batches would not fit.
+	// DefaultMaxBatches bounds the detector's memory to about 120 MB
+	// (some 450 bytes a batch, indexes and queues included), whatever the
+	// window: at 10 minutes a busy broker's batches would not fit.
 	// Stats.EvictedAge says how far back the bound let a run look.
-	DefaultMaxBatches = 1 << 17
+	DefaultMaxBatches = 1 << 18
 	DefaultSettle     = 30 * time.Second
 )
 
@@ -102,11 +102,13 @@ type Detector struct {
 	scope  Scope // ScopeConnection, ScopeClient or ScopeBoth
 	seed   maphash.Seed
 
-	bySeq map[seqKey]int32
+	// bySeq and byBytes find a remembered batch by the digest of its
+	// seqKey or bytesKey (see digest.go).
+	bySeq map[uint64]int32
 	// byClient counts the batches of bySeq filed under their client (see
 	// otherProducer): while there are none, no lookup looks for one.
 	byClient int
-	byBytes  map[bytesKey]int32
+	byBytes  map[uint64]int32
 	slab     slab
 	free     []int32     // unused slots of slab
 	spare    [][]attempt // emptied attempt lists of forgotten batches, for reuse
@@ -166,8 +168,8 @@ func New(opts Options) *Detector {
 		window:     int64(opts.Window),
 		settle:     int64(opts.Settle),
 		reports:    make(map[int32]reportState),
-		bySeq:      make(map[seqKey]int32),
-		byBytes:    make(map[bytesKey]int32),
+		bySeq:      make(map[uint64]int32),
+		byBytes:    make(map[uint64]int32),
 		newest:     math.MinInt64,
 		stats:      Stats{ByVerdict: make(map[Verdict]int64)},
 		topics:     make(map[topicKey]*TopicStats),
@@ -277,7 +279,7 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		sk = seqKey{owner: d.ownerOf(conn, at.clientID, true), topic: topic, topicID: bt.TopicID, partition: bt.Partition,
 			producerEpoch: bt.ProducerEpoch, firstSequence: bt.FirstSequence,
 			lastOffsetDelta: bt.LastOffsetDelta, producerID: bt.ProducerID}
-		slot, found = d.bySeq[sk]
+		slot, found = d.findSeq(sk)
 		switch {
 		case d.scope == ScopeConnection:
 		case found && d.otherProducer(d.slab.at(slot), conn, at),
@@ -286,14 +288,14 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 			// the key: this one is under its client.
 			ck := sk
 			ck.owner = d.clientOwner(conn, at.clientID)
-			if cslot, ok := d.bySeq[ck]; ok || found {
+			if cslot, ok := d.findSeq(ck); ok || found {
 				sk, slot, found, byClient = ck, cslot, ok, true
 			}
 		}
 	} else {
 		bk = bytesKey{owner: d.ownerOf(conn, at.clientID, false), topic: topic, topicID: bt.TopicID, partition: bt.Partition,
 			crc: bt.CRC, hash: bt.Hash}
-		slot, found = d.byBytes[bk]
+		slot, found = d.findBytes(bk)
 	}
 
 	if found {
@@ -357,12 +359,12 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 	d.keepRecords(slot, bt)
 	d.watchBatch(b)
 	if bt.ProducerID >= 0 {
-		d.bySeq[sk] = slot
+		d.fileSeq(sk, slot)
 		if byClient {
 			d.byClient++
 		}
 	} else {
-		d.byBytes[bk] = slot
+		d.fileBytes(bk, slot)
 	}
 	d.live++
 	d.push(slot, b)
@@ -431,12 +433,12 @@ func (d *Detector) retire(slot int32, emit bool) {
 	b := d.slab.at(slot)
 	d.unwatchBatch(b, !d.opts.Live && d.reportable(b))
 	if b.idempotent() {
-		delete(d.bySeq, d.seqKey(b))
+		unfile(d.bySeq, maphash.Comparable(d.seed, d.seqKey(b)), slot)
 		if b.byClient {
 			d.byClient--
 		}
 	} else {
-		delete(d.byBytes, d.bytesKey(b))
+		unfile(d.byBytes, maphash.Comparable(d.seed, d.bytesKey(b)), slot)
 	}
 	switch {
 	case d.opts.Live:
