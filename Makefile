@@ -89,7 +89,7 @@ bench-big: build bench-tools
 	@for s in $(BENCH_BIG_SIZES); do \
 		$(GO) run ./internal/gencap/cmd/gencap -o $(BENCH_DIR)/big/bench-lo-$$s.pcap -size $$s -mtu 65535 || exit 1; \
 	done
-	bin/benchrun -runs 3 -tshark-max-bytes 1200000000 -analyze-args "--window $(BENCH_BIG_WINDOW)" -kdupcap ./kdupcap -readloop bin/readloop $(BENCH_TSHARK_FLAG) \
+	bin/benchrun -runs 5 -tshark-max-bytes 1200000000 -analyze-args "--window $(BENCH_BIG_WINDOW)" -kdupcap ./kdupcap -readloop bin/readloop $(BENCH_TSHARK_FLAG) \
 		$(foreach s,$(BENCH_BIG_SIZES),$(BENCH_DIR)/big/bench-lo-$(s).pcap); \
 		rc=$$?; [ "$(BENCH_KEEP)" = 1 ] || rm -rf $(BENCH_DIR)/big; exit $$rc
 

@@ -161,17 +161,20 @@ func File(cfg Config, path string) ([]Measure, error) {
 	if _, _, err := runProcess(cfg.ReadLoop, []string{path}, true); err != nil {
 		return nil, err
 	}
-	var out []Measure
-	for _, tool := range []string{ToolReadLoop, ToolReadLoopZeroCopy} {
-		logf("%s: %s x%d", base.File, tool, runs)
-		args := []string{path}
-		if tool == ToolReadLoopZeroCopy {
-			args = []string{"-zerocopy", path}
-		}
-		rl := base
-		rl.Tool = tool
-		var rs []run
-		for range runs {
+	// The tools run in rounds, each round one run of every tool, so that a
+	// slow moment of a shared machine slows all of them alike rather than
+	// the one that happened to run then.
+	logf("%s: read loop, zero-copy read loop and kdupcap analyze, %d rounds", base.File, runs)
+	loops := []string{ToolReadLoop, ToolReadLoopZeroCopy}
+	loopRuns := make([][]run, len(loops))
+	var rs []run
+	var packets int64
+	for range runs {
+		for i, tool := range loops {
+			args := []string{path}
+			if tool == ToolReadLoopZeroCopy {
+				args = []string{"-zerocopy", path}
+			}
 			r, _, err := runProcess(cfg.ReadLoop, args, true)
 			if err != nil {
 				return nil, err
@@ -180,22 +183,12 @@ func File(cfg Config, path string) ([]Measure, error) {
 			if err := json.Unmarshal(r.stdout, &res); err != nil {
 				return nil, fmt.Errorf("read loop output %q: %w", r.stdout, err)
 			}
-			rl.Packets = res.Packets
-			rs = append(rs, r)
+			if res.Packets != m.Totals.Packets {
+				return nil, fmt.Errorf("%s: read loop saw %d packets, the manifest says %d", path, res.Packets, m.Totals.Packets)
+			}
+			packets = res.Packets
+			loopRuns[i] = append(loopRuns[i], r)
 		}
-		if rl.Packets != m.Totals.Packets {
-			return nil, fmt.Errorf("%s: read loop saw %d packets, the manifest says %d", path, rl.Packets, m.Totals.Packets)
-		}
-		rl.Wall, rl.CPU, rl.PeakRSS = summarize(rs)
-		out = append(out, rl)
-	}
-	packets := out[0].Packets
-
-	logf("%s: kdupcap analyze x%d", base.File, runs)
-	an := base
-	an.Tool, an.Packets = ToolAnalyze, packets
-	var rs []run
-	for range runs {
 		args := append([]string{"analyze", "--quiet", "--format", "json", "--port", fmt.Sprint(cfg.Port)}, cfg.AnalyzeArgs...)
 		r, _, err := runProcess(cfg.Kdupcap, append(args, path), true)
 		if err != nil {
@@ -206,6 +199,15 @@ func File(cfg Config, path string) ([]Measure, error) {
 		}
 		rs = append(rs, r)
 	}
+	var out []Measure
+	for i, tool := range loops {
+		rl := base
+		rl.Tool, rl.Packets = tool, packets
+		rl.Wall, rl.CPU, rl.PeakRSS = summarize(loopRuns[i])
+		out = append(out, rl)
+	}
+	an := base
+	an.Tool, an.Packets = ToolAnalyze, packets
 	an.Wall, an.CPU, an.PeakRSS = summarize(rs)
 	if cfg.MaxRSS > 0 && an.PeakRSS > cfg.MaxRSS {
 		return nil, fmt.Errorf("%s: analyze peak RSS %s over the %s limit", path, humanBytes(an.PeakRSS), humanBytes(cfg.MaxRSS))
