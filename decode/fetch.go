@@ -134,15 +134,13 @@ func (c *Conn) fetchResponse(dir *direction, p pending, body []byte, pos int64, 
 	d.stats.FetchResponses++
 	for i := range f.Partitions {
 		fp := &f.Partitions[i]
-		if fp.Topic == "" && fp.TopicID != ([16]byte{}) {
-			fp.Topic = d.topicIDs[fp.TopicID]
-		}
 		for j := range fp.Batches {
 			b := &fp.Batches[j].Batch
-			b.Topic, b.TopicID, b.Partition = fp.Topic, fp.TopicID, fp.Partition
+			b.TopicID, b.Partition = fp.TopicID, fp.Partition
 		}
 		d.stats.FetchedBatches += int64(len(fp.Batches))
 	}
+	d.ResolveFetch(f)
 	d.fsink.Fetch(f)
 }
 
@@ -310,7 +308,7 @@ func (d *Decoder) fetchedBatches(records []byte) []FetchedBatch {
 		if err != nil {
 			return out
 		}
-		out = append(out, FetchedBatch{BaseOffset: int64(be64(b)), Batch: batch})
+		out = append(out, FetchedBatch{BaseOffset: int64(binary.BigEndian.Uint64(b)), Batch: batch})
 		off += n
 	}
 	return out
@@ -328,11 +326,6 @@ func fetchedRecordBatch(b []byte) (Batch, int, error) {
 		return Batch{}, 0, errTruncated
 	}
 	return batchHeader(b, n), n, nil
-}
-
-func be64(b []byte) uint64 {
-	return uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
-		uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
 }
 
 // topicSource is the Metadata response that first named a topic ID.

@@ -157,7 +157,7 @@ func FuzzFetchResponse(f *testing.F) {
 				if len(raw) < b.Length || b.Length <= 0 {
 					t.Fatalf("batch of %d bytes beyond the records", b.Length)
 				}
-				if got := int64(be64(raw)); got != b.BaseOffset {
+				if got := int64(binary.BigEndian.Uint64(raw)); got != b.BaseOffset {
 					t.Fatalf("base offset %d, bytes say %d", b.BaseOffset, got)
 				}
 				off += b.Length

@@ -66,3 +66,18 @@ func (d *Decoder) ResolveTopics(x *Exchange) {
 		}
 	}
 }
+
+// ResolveFetch names the topics of f's partitions, and of their batches,
+// that Metadata responses named by ID, as ResolveTopics does for produce
+// exchanges.
+func (d *Decoder) ResolveFetch(f *Fetch) {
+	for i := range f.Partitions {
+		fp := &f.Partitions[i]
+		if fp.Topic == "" && fp.TopicID != ([16]byte{}) {
+			fp.Topic = d.topicIDs[fp.TopicID]
+		}
+		for j := range fp.Batches {
+			fp.Batches[j].Topic = fp.Topic
+		}
+	}
+}

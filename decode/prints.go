@@ -94,17 +94,10 @@ func (d *Decoder) printsOf(batch *Batch, raw []byte, dst []RecordPrint) []Record
 	var err error
 	truncated := false
 	if batch.Magic == 2 {
-		section := raw[batchHeaderBytes:batch.Length]
-		if codec := batch.Attributes & 0x07; codec != 0 {
-			out, cut, derr := d.decompress(codec, section)
-			if cut {
-				d.stats.DecompressTruncated++
-			}
-			if derr != nil {
-				d.stats.RecordErrors++
-				return dst
-			}
-			section, truncated = out, cut
+		var section []byte
+		var ok bool
+		if section, truncated, ok = d.recordsSection(batch, raw); !ok {
+			return dst
 		}
 		dst, err = appendPrints(dst, section)
 	} else {

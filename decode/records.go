@@ -75,18 +75,9 @@ func clip(b []byte) ([]byte, int) {
 // into batch.Records, decompressing the section if need be. Errors and
 // truncations are counted, never fatal.
 func (d *Decoder) batchRecords(batch *Batch, b []byte) {
-	section := b[batchHeaderBytes:batch.Length]
-	truncated := false
-	if codec := batch.Attributes & 0x07; codec != 0 {
-		out, cut, err := d.decompress(codec, section)
-		if cut {
-			d.stats.DecompressTruncated++
-		}
-		if err != nil {
-			d.stats.RecordErrors++
-			return
-		}
-		section, truncated = out, cut
+	section, truncated, ok := d.recordsSection(batch, b)
+	if !ok {
+		return
 	}
 	want := d.opts.Records
 	if batch.NumRecords >= 0 && int(batch.NumRecords) < want {
@@ -98,6 +89,27 @@ func (d *Decoder) batchRecords(batch *Batch, b []byte) {
 		// A record cut by the cap is not malformed.
 		d.stats.RecordErrors++
 	}
+}
+
+// recordsSection returns the records section of the RecordBatch b (header
+// already checked), decompressed if its attributes name a codec (valid
+// until the next decompression), and whether the cap cut it; ok is false,
+// counted, when it does not decompress.
+func (d *Decoder) recordsSection(batch *Batch, b []byte) (section []byte, truncated, ok bool) {
+	section = b[batchHeaderBytes:batch.Length]
+	codec := batch.Attributes & 0x07
+	if codec == 0 {
+		return section, false, true
+	}
+	out, cut, err := d.decompress(codec, section)
+	if cut {
+		d.stats.DecompressTruncated++
+	}
+	if err != nil {
+		d.stats.RecordErrors++
+		return nil, false, false
+	}
+	return out, cut, true
 }
 
 // appendPrints fingerprints every record of a decompressed records section

@@ -482,6 +482,7 @@ func (sp *shardedPipeline) replay(e *shardEvent) {
 		}
 		sp.det.Produce(e.x)
 	case eventFetch:
+		sp.topics.ResolveFetch(e.fetch)
 		sp.det.Fetch(e.fetch)
 	case eventInitPID:
 		sp.det.InitProducerID(e.initPID)
