@@ -15,15 +15,7 @@ func (b *batch) finding() Finding {
 	atts := make([]attempt, 0, 1+len(b.more))
 	atts = append(atts, b.first)
 	atts = append(atts, b.more...)
-	slices.SortStableFunc(atts, func(x, y attempt) int {
-		if c := cmp.Compare(x.reqTime, y.reqTime); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.correlationID, y.correlationID); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.conn.ID, y.conn.ID)
-	})
+	slices.SortStableFunc(atts, func(x, y attempt) int { return compareAttempts(&x, &y) })
 	scope := ScopeConnection
 	if b.spans() {
 		scope = ScopeClient
@@ -105,6 +97,18 @@ func (b *batch) finding() Finding {
 			strconv.Itoa(MaxAttempts) + " sent): their answers are not in this verdict"
 	}
 	return f
+}
+
+// compareAttempts orders attempts as they were sent: by send time, then
+// correlation ID, then connection (correlation IDs are per connection).
+func compareAttempts(x, y *attempt) int {
+	if c := cmp.Compare(x.reqTime, y.reqTime); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(x.correlationID, y.correlationID); c != 0 {
+		return c
+	}
+	return cmp.Compare(x.conn.ID, y.conn.ID)
 }
 
 // cause says why cur was sent, judged against the attempt sent before it.

@@ -274,12 +274,13 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		byClient bool
 		sk       seqKey
 		bk       bytesKey
+		h        uint64 // the digest of sk or bk
 	)
 	if bt.ProducerID >= 0 {
 		sk = seqKey{owner: d.ownerOf(conn, at.clientID, true), topic: topic, topicID: bt.TopicID, partition: bt.Partition,
 			producerEpoch: bt.ProducerEpoch, firstSequence: bt.FirstSequence,
 			lastOffsetDelta: bt.LastOffsetDelta, producerID: bt.ProducerID}
-		slot, found = d.findSeq(sk)
+		slot, found, h = d.findSeq(sk)
 		switch {
 		case d.scope == ScopeConnection:
 		case found && d.otherProducer(d.slab.at(slot), conn, at),
@@ -288,14 +289,14 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 			// the key: this one is under its client.
 			ck := sk
 			ck.owner = d.clientOwner(conn, at.clientID)
-			if cslot, ok := d.findSeq(ck); ok || found {
-				sk, slot, found, byClient = ck, cslot, ok, true
+			if cslot, ok, ch := d.findSeq(ck); ok || found {
+				slot, found, h, byClient = cslot, ok, ch, true
 			}
 		}
 	} else {
 		bk = bytesKey{owner: d.ownerOf(conn, at.clientID, false), topic: topic, topicID: bt.TopicID, partition: bt.Partition,
 			crc: bt.CRC, hash: bt.Hash}
-		slot, found = d.findBytes(bk)
+		slot, found, h = d.findBytes(bk)
 	}
 
 	if found {
@@ -359,12 +360,12 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 	d.keepRecords(slot, bt)
 	d.watchBatch(b)
 	if bt.ProducerID >= 0 {
-		d.fileSeq(sk, slot)
+		file(d.bySeq, h, slot)
 		if byClient {
 			d.byClient++
 		}
 	} else {
-		d.fileBytes(bk, slot)
+		file(d.byBytes, h, slot)
 	}
 	d.live++
 	d.push(slot, b)
@@ -473,13 +474,7 @@ func (d *Detector) retire(slot int32, emit bool) {
 // record keeps f and counts it.
 func (d *Detector) record(f *Finding) {
 	d.findings = append(d.findings, *f)
-	d.stats.Findings++
-	d.stats.ByVerdict[f.Verdict]++
-	ts := d.topic(f.Topic, f.TopicID)
-	ts.Findings++
-	if f.Verdict == Duplicated {
-		ts.Duplicated++
-	}
+	d.countReport(f, verdictNone)
 }
 
 // Flush ends the input: it decides every batch still remembered, passes the
@@ -510,6 +505,8 @@ func (d *Detector) Flush() []Finding {
 		}
 	}
 	d.age.reset()
-	slices.SortStableFunc(d.findings, compareFindings)
+	if start > 0 { // else fresh was all of them, sorted above
+		slices.SortStableFunc(d.findings, compareFindings)
+	}
 	return slices.Clone(d.findings)
 }

@@ -10,37 +10,31 @@ import "hash/maphash"
 // keys sharing a digest (about 2^-64 a pair) cannot be taken for one: the
 // second is then not indexed, and a re-send of it goes unmatched.
 
-// findSeq returns the slot of the batch filed under k.
-func (d *Detector) findSeq(k seqKey) (int32, bool) {
-	slot, ok := d.bySeq[maphash.Comparable(d.seed, k)]
+// findSeq returns the slot of the batch filed under k, and k's digest.
+func (d *Detector) findSeq(k seqKey) (int32, bool, uint64) {
+	h := maphash.Comparable(d.seed, k)
+	slot, ok := d.bySeq[h]
 	if ok && d.seqKey(d.slab.at(slot)) != k {
-		return 0, false
+		return 0, false, h
 	}
-	return slot, ok
+	return slot, ok, h
 }
 
-// findBytes returns the slot of the batch filed under k.
-func (d *Detector) findBytes(k bytesKey) (int32, bool) {
-	slot, ok := d.byBytes[maphash.Comparable(d.seed, k)]
+// findBytes returns the slot of the batch filed under k, and k's digest.
+func (d *Detector) findBytes(k bytesKey) (int32, bool, uint64) {
+	h := maphash.Comparable(d.seed, k)
+	slot, ok := d.byBytes[h]
 	if ok && d.bytesKey(d.slab.at(slot)) != k {
-		return 0, false
+		return 0, false, h
 	}
-	return slot, ok
+	return slot, ok, h
 }
 
-// fileSeq files slot under k, unless another key holds its digest.
-func (d *Detector) fileSeq(k seqKey, slot int32) {
-	h := maphash.Comparable(d.seed, k)
-	if _, taken := d.bySeq[h]; !taken {
-		d.bySeq[h] = slot
-	}
-}
-
-// fileBytes files slot under k, unless another key holds its digest.
-func (d *Detector) fileBytes(k bytesKey, slot int32) {
-	h := maphash.Comparable(d.seed, k)
-	if _, taken := d.byBytes[h]; !taken {
-		d.byBytes[h] = slot
+// file files slot under the digest h in the index m, unless another key
+// holds the digest (the lookup that gave h found none of its own).
+func file(m map[uint64]int32, h uint64, slot int32) {
+	if _, taken := m[h]; !taken {
+		m[h] = slot
 	}
 }
 

@@ -141,6 +141,11 @@ func (s *fetchState) init() {
 	}
 }
 
+// fp is the fingerprint of a batch finding's batch, as batch.fp.
+func (f *Finding) fp() fpKey {
+	return fpOf(f.Partition, f.ProducerID, f.ProducerEpoch, f.FirstSequence, f.NumRecords-1, f.BatchCRC)
+}
+
 func (b *batch) fp() fpKey {
 	return fpOf(b.partition, b.producerID, b.producerEpoch, b.firstSequence, b.numRecords-1, b.crc)
 }
@@ -174,7 +179,7 @@ func (d *Detector) activateWatch() {
 	}
 	for i := d.fetch.evidenced; i < len(d.findings); i++ {
 		if f := &d.findings[i]; f.Kind == KindBatch || f.Kind == "" {
-			d.watchKey(fpOf(f.Partition, f.ProducerID, f.ProducerEpoch, f.FirstSequence, f.NumRecords-1, f.BatchCRC), f.Topic, f.TopicID)
+			d.watchKey(f.fp(), f.Topic, f.TopicID)
 		}
 	}
 }
@@ -325,7 +330,7 @@ func (d *Detector) applyEvidence(f *Finding) {
 	if f.Kind != KindBatch && f.Kind != "" {
 		return // fetched batches show batch bytes, not records re-batched
 	}
-	w := d.fetch.watch[fpOf(f.Partition, f.ProducerID, f.ProducerEpoch, f.FirstSequence, f.NumRecords-1, f.BatchCRC)]
+	w := d.fetch.watch[f.fp()]
 	if w == nil || len(w.copies) == 0 {
 		return
 	}
@@ -427,15 +432,7 @@ func (d *Detector) applyAll() {
 		d.applyEvidence(f)
 		d.applyTxn(f)
 		if f.Verdict != before {
-			d.stats.ByVerdict[before]--
-			d.stats.ByVerdict[f.Verdict]++
-			ts := d.topic(f.Topic, f.TopicID)
-			if before == Duplicated {
-				ts.Duplicated--
-			}
-			if f.Verdict == Duplicated {
-				ts.Duplicated++
-			}
+			d.moveVerdict(f, before)
 		}
 	}
 	d.fetch.evidenced = len(d.findings)

@@ -124,13 +124,13 @@ func (d *Detector) flushLive() []Finding {
 	return slices.Clone(d.findings)
 }
 
-// lastSent is the attempt of b sent last: the latest send time, then the
-// highest correlation ID, as findings order their attempts.
+// lastSent is the attempt of b sent last, in the order findings give their
+// attempts (compareAttempts).
 func (b *batch) lastSent() *attempt {
 	last := &b.first
 	for i := range b.more {
 		a := &b.more[i]
-		if a.reqTime > last.reqTime || a.reqTime == last.reqTime && a.correlationID > last.correlationID {
+		if compareAttempts(a, last) > 0 {
 			last = a
 		}
 	}
@@ -164,13 +164,21 @@ func final(a *attempt) bool {
 // verdictNone, else a revision of one last reported with that verdict,
 // whose count moves to f's.
 func (d *Detector) countReport(f *Finding, reported verdictCode) {
-	ts := d.topic(f.Topic, f.TopicID)
 	if reported == verdictNone {
 		d.stats.Findings++
-		ts.Findings++
-	} else {
-		d.stats.Revisions++
-		old := verdictByCode[reported]
+		d.topic(f.Topic, f.TopicID).Findings++
+		d.moveVerdict(f, "")
+		return
+	}
+	d.stats.Revisions++
+	d.moveVerdict(f, verdictByCode[reported])
+}
+
+// moveVerdict moves f's count from the verdict old (none when "") to its
+// own, overall and for its topic.
+func (d *Detector) moveVerdict(f *Finding, old Verdict) {
+	ts := d.topic(f.Topic, f.TopicID)
+	if old != "" {
 		if d.stats.ByVerdict[old]--; d.stats.ByVerdict[old] == 0 {
 			delete(d.stats.ByVerdict, old)
 		}

@@ -102,16 +102,7 @@ func (d *Detector) recordFinding(group []int32) Finding {
 			cids = append(cids, c.carrier)
 		}
 	}
-	slices.SortStableFunc(cids, func(x, y int32) int {
-		a, b := &rs.carriers[x].at, &rs.carriers[y].at
-		if c := cmp.Compare(a.reqTime, b.reqTime); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.correlationID, b.correlationID); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.conn.ID, b.conn.ID)
-	})
+	slices.SortStableFunc(cids, func(x, y int32) int { return compareAttempts(&rs.carriers[x].at, &rs.carriers[y].at) })
 	pos := func(ci int32) int { return slices.Index(cids, ci) }
 
 	// Records in the order of their copy in the first attempt.

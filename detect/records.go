@@ -93,24 +93,10 @@ func (d *Detector) attachRecords(f *Finding, slot int32) {
 	f.Records = make([]Record, len(recs))
 	for i, r := range recs {
 		out := &f.Records[i]
-		*out = Record{
-			Offset:          -1,
-			OffsetDelta:     r.OffsetDelta,
-			TimestampMillis: r.TimestampMillis,
-			Key:             r.Key,
-			Value:           r.Value,
-			KeyLen:          r.KeyLen,
-			ValueLen:        r.ValueLen,
-			Known:           true,
-		}
+		out.Offset, out.OffsetDelta = -1, r.OffsetDelta
 		if base >= 0 {
 			out.Offset = base + int64(r.OffsetDelta)
 		}
-		if len(r.Headers) > 0 {
-			out.Headers = make([]RecordHeader, len(r.Headers))
-			for j, h := range r.Headers {
-				out.Headers[j] = RecordHeader(h)
-			}
-		}
+		setContent(out, &recs[i])
 	}
 }

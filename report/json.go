@@ -36,25 +36,21 @@ func newLineEncoder() *lineEncoder {
 	return e
 }
 
-// finding returns f's line, ending in a newline; it is valid until the next
-// call.
-func (e *lineEncoder) finding(f *detect.Finding) ([]byte, error) {
+// line returns v's JSON line, ending in a newline; it is valid until the
+// next call.
+func (e *lineEncoder) line(v any) ([]byte, error) {
 	e.buf.Reset()
-	if err := e.enc.Encode(toJSONFinding(f)); err != nil {
+	if err := e.enc.Encode(v); err != nil {
 		return nil, err
 	}
 	return e.buf.Bytes(), nil
 }
 
-// summary returns s's line, ending in a newline; it is valid until the next
-// call.
-func (e *lineEncoder) summary(s *Summary) ([]byte, error) {
-	e.buf.Reset()
-	if err := e.enc.Encode(toJSONSummary(s)); err != nil {
-		return nil, err
-	}
-	return e.buf.Bytes(), nil
-}
+// finding returns f's line (see line).
+func (e *lineEncoder) finding(f *detect.Finding) ([]byte, error) { return e.line(toJSONFinding(f)) }
+
+// summary returns s's line (see line).
+func (e *lineEncoder) summary(s *Summary) ([]byte, error) { return e.line(toJSONSummary(s)) }
 
 // jsonFinding is one finding line.
 type jsonFinding struct {
@@ -137,21 +133,24 @@ type jsonSummary struct {
 	GapBytes         int64            `json:"gap_bytes"`
 	KafkaConnections []jsonConnection `json:"kafka_connections"`
 	// KafkaConnectionsOmitted: taken as Kafka, not listed (live runs).
-	KafkaConnectionsOmitted int64         `json:"kafka_connections_omitted,omitempty"`
-	Frames                  int64         `json:"frames"`
-	ProduceRequests         int64         `json:"produce_requests"`
-	ProduceResponses        int64         `json:"produce_responses"`
-	Batches                 int64         `json:"batches"`
-	Records                 int64         `json:"records"`
-	Malformed               int64         `json:"malformed"`
-	Resyncs                 int64         `json:"resyncs"`
-	Findings                int64         `json:"findings"`
-	RecordFindings          int64         `json:"record_findings,omitempty"`
-	EvictedBatches          int64         `json:"evicted_batches,omitempty"`
-	EvictedAgeMillis        float64       `json:"evicted_age_ms,omitempty"`
-	ByVerdict               jsonByVerdict `json:"by_verdict"`
-	Topics                  []jsonTopic   `json:"topics"`
-	Errors                  []string      `json:"errors"`
+	KafkaConnectionsOmitted int64 `json:"kafka_connections_omitted,omitempty"`
+	Frames                  int64 `json:"frames"`
+	ProduceRequests         int64 `json:"produce_requests"`
+	ProduceResponses        int64 `json:"produce_responses"`
+	Batches                 int64 `json:"batches"`
+	Records                 int64 `json:"records"`
+	Malformed               int64 `json:"malformed"`
+	Resyncs                 int64 `json:"resyncs"`
+	Findings                int64 `json:"findings"`
+	RecordFindings          int64 `json:"record_findings,omitempty"`
+	EvictedBatches          int64 `json:"evicted_batches,omitempty"`
+	// ProducerExchangesOmitted: exchanges of producers past the bound on
+	// profiles, in no "producer" line.
+	ProducerExchangesOmitted int64         `json:"producer_exchanges_omitted,omitempty"`
+	EvictedAgeMillis         float64       `json:"evicted_age_ms,omitempty"`
+	ByVerdict                jsonByVerdict `json:"by_verdict"`
+	Topics                   []jsonTopic   `json:"topics"`
+	Errors                   []string      `json:"errors"`
 }
 
 type jsonConnection struct {
@@ -300,27 +299,28 @@ func attemptConn(f *detect.Finding, a *detect.Attempt) (uint64, netip.AddrPort, 
 
 func toJSONSummary(s *Summary) jsonSummary {
 	j := jsonSummary{
-		Type:                    "summary",
-		Files:                   append([]string{}, s.Files...),
-		Packets:                 s.Packets,
-		Bytes:                   s.Bytes,
-		Drops:                   s.Drops,
-		TCPConnections:          s.TCPConnections,
-		Gaps:                    s.Gaps,
-		GapBytes:                s.GapBytes,
-		KafkaConnections:        make([]jsonConnection, len(s.KafkaConnections)),
-		KafkaConnectionsOmitted: s.KafkaConnectionsOmitted,
-		Frames:                  s.Frames,
-		ProduceRequests:         s.ProduceRequests,
-		ProduceResponses:        s.ProduceResponses,
-		Batches:                 s.Batches,
-		Records:                 s.Records,
-		Malformed:               s.Malformed,
-		Resyncs:                 s.Resyncs,
-		Findings:                s.Findings,
-		RecordFindings:          s.RecordFindings,
-		EvictedBatches:          s.EvictedBatches,
-		EvictedAgeMillis:        float64(s.EvictedAge.Microseconds()) / 1000,
+		Type:                     "summary",
+		Files:                    append([]string{}, s.Files...),
+		Packets:                  s.Packets,
+		Bytes:                    s.Bytes,
+		Drops:                    s.Drops,
+		TCPConnections:           s.TCPConnections,
+		Gaps:                     s.Gaps,
+		GapBytes:                 s.GapBytes,
+		KafkaConnections:         make([]jsonConnection, len(s.KafkaConnections)),
+		KafkaConnectionsOmitted:  s.KafkaConnectionsOmitted,
+		Frames:                   s.Frames,
+		ProduceRequests:          s.ProduceRequests,
+		ProduceResponses:         s.ProduceResponses,
+		Batches:                  s.Batches,
+		Records:                  s.Records,
+		Malformed:                s.Malformed,
+		Resyncs:                  s.Resyncs,
+		Findings:                 s.Findings,
+		RecordFindings:           s.RecordFindings,
+		EvictedBatches:           s.EvictedBatches,
+		ProducerExchangesOmitted: s.ProducerExchangesOmitted,
+		EvictedAgeMillis:         float64(s.EvictedAge.Microseconds()) / 1000,
 		ByVerdict: jsonByVerdict{
 			Duplicated:   s.ByVerdict[string(detect.Duplicated)],
 			Deduplicated: s.ByVerdict[string(detect.Deduplicated)],

@@ -137,10 +137,9 @@ func nonNil[T any](s []T) []T {
 // Producers writes one "type":"producer" line per producer.
 func (w *jsonWriter) Producers(ps []detect.Producer) error {
 	for i := range ps {
-		w.enc.buf.Reset()
-		err := w.enc.enc.Encode(toJSONProducer(&ps[i]))
+		line, err := w.enc.line(toJSONProducer(&ps[i]))
 		if err == nil {
-			_, err = w.w.Write(w.enc.buf.Bytes())
+			_, err = w.w.Write(line)
 		}
 		if err != nil {
 			return fmt.Errorf("report: writing producer: %w", err)

@@ -39,6 +39,9 @@ type Summary struct {
 	// attempt may have gone unmatched.
 	EvictedBatches int64
 	EvictedAge     time.Duration
+	// ProducerExchangesOmitted counts the produce exchanges of producers
+	// beyond the profiler's bound, in no producer profile.
+	ProducerExchangesOmitted int64
 	// RecordFindings counts the record-level findings among Findings
 	// (record_resend and record_duplicate).
 	RecordFindings int64

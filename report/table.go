@@ -210,6 +210,10 @@ func summaryCounts(b *bytes.Buffer, s *Summary, n int) error {
 		{"records", itoa(s.Records)},
 		{"findings", findingsText(s, verdictCounts)},
 	}
+	if s.ProducerExchangesOmitted > 0 {
+		counts = append(counts, []string{"producers omitted", fmt.Sprintf(
+			"%d produce exchanges of producers past the %d profiled are in no producer profile", s.ProducerExchangesOmitted, detect.DefaultMaxProducers)})
+	}
 	if s.EvictedBatches > 0 {
 		counts = append(counts, []string{"evicted batches", fmt.Sprintf(
 			"%d decided early (--max-batches reached); a re-send more than %s after the attempt before it may be unmatched",

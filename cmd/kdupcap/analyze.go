@@ -216,6 +216,7 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	sum := summary(cfg.files, inputErrs)
+	sum.ProducerExchangesOmitted = prof.Omitted()
 	if err := out.Summary(sum); err != nil {
 		fmt.Fprintf(stderr, "kdupcap: writing output: %v\n", err)
 		return exitFailure
