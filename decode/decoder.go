@@ -31,8 +31,9 @@ const (
 	// probeBytes caps what an unsynced direction buffers of a candidate
 	// frame start that does not yet tell whether it is a frame.
 	probeBytes = sniffBodyBytes + 4
-	// maxErrors is how many malformed-input messages Errors keeps.
-	maxErrors = 20
+	// MaxErrors is how many malformed-input messages Errors keeps (and
+	// Options.OnError sees).
+	MaxErrors = 20
 	// keepBufBytes: a direction's frame buffer grown beyond this for one
 	// large frame is released after it.
 	keepBufBytes = 1 << 20
@@ -94,6 +95,9 @@ type Options struct {
 	// (LearnTopic, ResolveTopics).
 	OnConnection func(*ConnInfo)
 	OnTopicID    func(id [16]byte, name string)
+	// OnError, if set, sees each malformed-input message Errors keeps, as
+	// it is kept.
+	OnError func(msg string)
 }
 
 // Stats counts what a Decoder saw, over all connections.
@@ -291,21 +295,25 @@ func (d *Decoder) emit(x *Exchange) {
 	d.releaseRaw(x)
 }
 
-// errorf records one malformed-input message, if fewer than maxErrors are
+// errorf records one malformed-input message, if fewer than MaxErrors are
 // kept, and counts it.
 func (d *Decoder) errorf(c *Conn, fromA bool, pos int64, format string, args ...any) {
 	d.stats.Malformed++
 	if c.sum != nil {
 		c.sum.Malformed++
 	}
-	if len(d.errs) >= maxErrors {
+	if len(d.errs) >= MaxErrors {
 		return
 	}
 	src, dst := c.a, c.b
 	if !fromA {
 		src, dst = dst, src
 	}
-	d.errs = append(d.errs, fmt.Sprintf("decode: %s at %s->%s byte %d", fmt.Sprintf(format, args...), src, dst, pos))
+	msg := fmt.Sprintf("decode: %s at %s->%s byte %d", fmt.Sprintf(format, args...), src, dst, pos)
+	d.errs = append(d.errs, msg)
+	if d.opts.OnError != nil {
+		d.opts.OnError(msg)
+	}
 }
 
 // EndOfInput tells the decoder the capture has ended: requests still awaiting

@@ -116,6 +116,9 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	if i := slices.Index(cfg.files, "-"); i >= 0 && slices.Contains(cfg.files[i+1:], "-") {
 		return nil, errors.New("- (standard input) given more than once: it can be read only once")
 	}
+	if cfg.writeDups != "" && slices.Contains(cfg.files, "-") {
+		return nil, errors.New("--write-dups reads the inputs twice: not with - (standard input), which can be read only once")
+	}
 	if cfg.skew, err = cfg.clockSkew.resolve(cfg.files); err != nil {
 		return nil, err
 	}

@@ -284,6 +284,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"analyze"}, exitUsage},
 		{[]string{"analyze", "--format", "xml", seedPath("seed-idempotent-retry.pcap")}, exitUsage},
 		{[]string{"analyze", "--port", "http", seedPath("seed-idempotent-retry.pcap")}, exitUsage},
+		{[]string{"analyze", "--write-dups", "/dev/null", "-"}, exitUsage}, // stdin cannot be read twice
 		{[]string{"analyze", "--port", "", seedPath("seed-idempotent-retry.pcap")}, exitUsage},
 		{[]string{"analyze", "--port", " , ", seedPath("seed-idempotent-retry.pcap")}, exitUsage},
 		{[]string{"analyze", "--port", "70000", seedPath("seed-idempotent-retry.pcap")}, exitUsage},

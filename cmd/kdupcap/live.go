@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/term"
 
 	"github.com/kdupcap/kdupcap/capture"
 	"github.com/kdupcap/kdupcap/capture/live"
@@ -135,13 +136,11 @@ func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*li
 	return cfg, nil
 }
 
+// isTerminal reports whether w is a terminal (a character device such as
+// /dev/null is not).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // runLiveCLI is `kdupcap live`: runLive stopped by SIGINT or SIGTERM.

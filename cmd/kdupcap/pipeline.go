@@ -77,27 +77,41 @@ func (o observed) Produce(x *decode.Exchange) {
 	o.Detector.Produce(x)
 }
 
-func newPipeline(o pipelineOptions) *pipeline {
-	p := &pipeline{}
-	p.det = detect.New(detect.Options{Window: o.window, Scope: o.scope, Live: o.live, Settle: o.settle,
-		OnFinding: o.onFinding, AllRecords: o.allRecords, MaxBatches: o.maxBatches})
-	var sink decode.Sink = p.det
-	if o.observe != nil {
-		sink = observed{p.det, o.observe}
-	}
+// detectOptions are the Detector's options for o, for every pipeline.
+func (o *pipelineOptions) detectOptions() detect.Options {
+	return detect.Options{Window: o.window, Scope: o.scope, Live: o.live, Settle: o.settle,
+		OnFinding: o.onFinding, AllRecords: o.allRecords, MaxBatches: o.maxBatches}
+}
+
+// decodeOptions are the Decoder's options for o, for every pipeline.
+func (o *pipelineOptions) decodeOptions() decode.Options {
 	dopts := decode.Options{Ports: o.ports, Sniff: o.sniff, Records: o.records, RecordPrints: o.recordMatch}
 	if o.live {
 		dopts.MaxConnections = liveMaxConnections
 	}
-	p.dec = decode.New(sink, dopts)
-	newStream := func(a, b netip.AddrPort, ts time.Time) capture.Stream {
-		// A nil *decode.Conn must become a nil interface, or capture would
-		// call methods on it.
-		if c := p.dec.NewStream(a, b, ts); c != nil {
+	return dopts
+}
+
+// streamsOf hands dec a stream per connection; a nil *decode.Conn (not
+// Kafka) must become a nil interface, or capture would call methods on it.
+func streamsOf(dec *decode.Decoder) capture.NewStreamFunc {
+	return func(a, b netip.AddrPort, ts time.Time) capture.Stream {
+		if c := dec.NewStream(a, b, ts); c != nil {
 			return c
 		}
 		return nil
 	}
+}
+
+func newPipeline(o pipelineOptions) *pipeline {
+	p := &pipeline{}
+	p.det = detect.New(o.detectOptions())
+	var sink decode.Sink = p.det
+	if o.observe != nil {
+		sink = observed{p.det, o.observe}
+	}
+	p.dec = decode.New(sink, o.decodeOptions())
+	newStream := streamsOf(p.dec)
 	p.asm = capture.NewAssembler(func(a, b netip.AddrPort, ts time.Time) capture.Stream {
 		if o.ignore == nil {
 			return newStream(a, b, ts)

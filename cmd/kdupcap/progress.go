@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/kdupcap/kdupcap/detect"
 )
@@ -38,11 +37,7 @@ type progress struct {
 // progressOn reports whether analyze draws a progress bar on stderr: only
 // when stderr is a terminal and --quiet was not given.
 func progressOn(stderr io.Writer, quiet bool) bool {
-	if quiet {
-		return false
-	}
-	f, ok := stderr.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	return !quiet && isTerminal(stderr)
 }
 
 // inputSize is the total size of the files, or -1 when one is standard

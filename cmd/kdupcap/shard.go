@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"io"
-	"net/netip"
 	"reflect"
 	"runtime"
 	"slices"
@@ -62,9 +61,6 @@ const (
 	// batchBytes is the room a batch starts with for packet bytes: an
 	// epoch's worth and a large packet.
 	batchBytes = epochBytes + 64<<10
-	// maxDecodeErrors is how many malformed-input messages a Decoder
-	// keeps (decode's maxErrors): the merger keeps as many.
-	maxDecodeErrors = 20
 	// maxWorkers bounds --workers, and defaultMaxWorkers its default: one
 	// reader feeds them all, so a few saturate it, and each holds its
 	// batches and reassembly buffers.
@@ -176,10 +172,6 @@ type shardWorker struct {
 	key    uint64       // of the item being worked on
 	events []shardEvent // of the epoch being worked on
 
-	malformed int64 // Decoder's Stats.Malformed so far
-	nerrs     int   // Decoder's Errors so far
-	errsFull  bool  // the Decoder keeps no more Errors
-
 	in      chan *shardBatch
 	free    chan *shardBatch
 	out     chan []shardEvent
@@ -219,8 +211,7 @@ func newShardedPipeline(o pipelineOptions, n int) *shardedPipeline {
 			// hold, so that memory stays as bounded as with one.
 			MaxBufferedPagesTotal: max(capture.DefaultMaxBufferedPagesTotal/n, capture.DefaultMaxBufferedPagesPerConnection),
 		},
-		det: detect.New(detect.Options{Window: o.window, Scope: o.scope,
-			AllRecords: o.allRecords, MaxBatches: o.maxBatches}),
+		det:     detect.New(o.detectOptions()),
 		topics:  decode.New(nil, decode.Options{}),
 		observe: o.observe,
 	}
@@ -234,25 +225,18 @@ func newShardedPipeline(o pipelineOptions, n int) *shardedPipeline {
 		for range shardBatches {
 			w.free <- &shardBatch{data: make([]byte, 0, batchBytes), items: make([]shardItem, 0, 256)}
 		}
-		w.dec = decode.New(shardSink{w: w, printer: sp.topics, every: o.allRecords}, decode.Options{
-			Ports:        o.ports,
-			Sniff:        o.sniff,
-			Records:      o.records,
-			RecordPrints: o.recordMatch,
-			OnConnection: func(info *decode.ConnInfo) {
-				w.events = append(w.events, shardEvent{key: w.key, kind: eventConn, info: info})
-			},
-			OnTopicID: func(id [16]byte, name string) {
-				w.events = append(w.events, shardEvent{key: w.key, kind: eventTopic, id: id, name: name})
-			},
-		})
-		w.asm = capture.NewAssembler(func(a, b netip.AddrPort, ts time.Time) capture.Stream {
-			// A nil *decode.Conn must become a nil interface.
-			if c := w.dec.NewStream(a, b, ts); c != nil {
-				return c
-			}
-			return nil
-		}, sp.asmOpts)
+		dopts := o.decodeOptions()
+		dopts.OnConnection = func(info *decode.ConnInfo) {
+			w.events = append(w.events, shardEvent{key: w.key, kind: eventConn, info: info})
+		}
+		dopts.OnTopicID = func(id [16]byte, name string) {
+			w.events = append(w.events, shardEvent{key: w.key, kind: eventTopic, id: id, name: name})
+		}
+		dopts.OnError = func(msg string) {
+			w.events = append(w.events, shardEvent{key: w.key, kind: eventError, name: msg})
+		}
+		w.dec = decode.New(shardSink{w: w, printer: sp.topics, every: o.allRecords}, dopts)
+		w.asm = capture.NewAssembler(streamsOf(w.dec), sp.asmOpts)
 		sp.workers = append(sp.workers, w)
 	}
 	sp.outs, sp.have, sp.pos = make([][]shardEvent, n), make([]bool, n), make([]int, n)
@@ -379,34 +363,12 @@ func (w *shardWorker) run() {
 				w.dec.EndOfInput()
 				w.asm.Close()
 			}
-			w.checkErrors()
 		}
 		b.items, b.data = b.items[:0], b.data[:0]
 		w.free <- b
 		w.out <- w.events
 		w.events = nil
 	}
-}
-
-// checkErrors passes on the Decoder's new error messages.
-func (w *shardWorker) checkErrors() {
-	if w.errsFull {
-		return
-	}
-	m := w.dec.Stats().Malformed
-	if m == w.malformed {
-		return
-	}
-	w.malformed = m
-	errs := w.dec.Errors()
-	if len(errs) == w.nerrs {
-		w.errsFull = true // every error counts in Malformed: the list is full
-		return
-	}
-	for _, e := range errs[w.nerrs:] {
-		w.events = append(w.events, shardEvent{key: w.key, kind: eventError, name: e})
-	}
-	w.nerrs = len(errs)
 }
 
 // mergeEpoch replays the workers' events of the oldest epoch not merged,
@@ -489,7 +451,7 @@ func (sp *shardedPipeline) replay(e *shardEvent) {
 	case eventEndTxn:
 		sp.det.EndTxn(e.endTxn)
 	case eventError:
-		if len(sp.errs) < maxDecodeErrors {
+		if len(sp.errs) < decode.MaxErrors {
 			sp.errs = append(sp.errs, e.name)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"time"
 
 	"github.com/gopacket/gopacket/layers"
 	"github.com/kdupcap/kdupcap/capture"
@@ -37,8 +36,8 @@ import (
 // writeDupsUsage is the help text of --write-dups.
 const writeDupsUsage = "write every packet of every finding's attempts and responses (and the fetches and transaction requests it relies on) to `FILE`, a pcap that analyze reads back into the same findings"
 
-// dupsMargin widens every span of --write-dups.
-const dupsMargin = 200 * time.Millisecond
+// dupsMargin widens every span of --write-dups, as live's evidence.
+const dupsMargin = evidenceMargin
 
 // noteLink records the link type of a packet read.
 func (p *pipeline) noteLink(l layers.LinkType) {
@@ -60,13 +59,7 @@ func (p *pipeline) dupSpans(findings []detect.Finding) []capture.ConnSpan {
 	}
 	for i := range findings {
 		f := &findings[i]
-		var last time.Time
-		for _, a := range f.Attempts {
-			last = later(last, a.Time)
-			if a.Response != nil {
-				last = later(last, a.Response.Time)
-			}
-		}
+		_, last := findingSpan(*f)
 		for _, a := range f.Attempts {
 			sp := capture.ConnSpan{A: a.Client, B: a.Broker, From: a.Time.Add(-dupsMargin)}
 			switch {
@@ -100,13 +93,6 @@ func (p *pipeline) dupSpans(findings []detect.Finding) []capture.ConnSpan {
 	return spans
 }
 
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
 // writeDups writes the --write-dups file of findings.
 func (p *pipeline) writeDups(cfg *analyzeConfig, findings []detect.Finding, stderr io.Writer) (err error) {
 	f, err := os.Create(cfg.writeDups)
@@ -122,21 +108,8 @@ func (p *pipeline) writeDups(cfg *analyzeConfig, findings []detect.Finding, stde
 	if err != nil {
 		return err
 	}
-	var (
-		srcs []*capture.Source
-		skew []time.Duration
-	)
-	for i, name := range cfg.files {
-		src, err := capture.Open(name)
-		if err != nil {
-			continue // reported by the first pass
-		}
-		srcs = append(srcs, src)
-		if i < len(cfg.skew) {
-			skew = append(skew, cfg.skew[i])
-		}
-	}
-	m := capture.Merge(srcs, capture.MergeOptions{ClockSkew: skew})
+	// Files that failed to open were reported by the first pass.
+	m, _ := openMerged(cfg.files, cfg.skew, nil)
 	defer m.Close()
 	for {
 		pkt, err := m.Next()
