@@ -182,7 +182,7 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		decodeErrs func() []string
 		p          *pipeline
 	)
-	barOn := progressOn(stderr, cfg.quiet)
+	barOn := progressOn(isTerminal(stderr), cfg.quiet)
 	// --write-dups reads the inputs again knowing what one Decoder
 	// learned (which Metadata response named a topic): one worker.
 	if cfg.workers > 1 && cfg.writeDups == "" {

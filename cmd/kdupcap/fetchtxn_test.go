@@ -165,6 +165,9 @@ func TestFetchEvidence(t *testing.T) {
 			}
 			f := findings[0]
 			want := logOffsets(res, f.Partition, f.BatchCRC)
+			if len(want) == 0 {
+				t.Fatalf("the log holds no batch with the finding's CRC %s", f.BatchCRC)
+			}
 			if !slices.Equal(f.FetchedOffsets, want) {
 				t.Errorf("fetched offsets %v, the log holds the batch (crc %s) at %v", f.FetchedOffsets, f.BatchCRC, want)
 			}

@@ -25,12 +25,14 @@ type cliFinding struct {
 	BatchCRC        string       `json:"batch_crc"`
 	Idempotent      bool         `json:"idempotent"`
 	Match           string       `json:"match"`
+	Scope           string       `json:"scope"`
 	Verdict         string       `json:"verdict"`
 	AppendedOffsets []int64      `json:"appended_offsets"`
 	Attempts        []cliAttempt `json:"attempts"`
 }
 
 type cliAttempt struct {
+	Broker        string       `json:"broker"`
 	CorrelationID int32        `json:"correlation_id"`
 	Time          string       `json:"time"`
 	Cause         *string      `json:"cause"`
@@ -70,10 +72,11 @@ type cliSummary struct {
 
 // cliResult is one analyze run in JSON.
 type cliResult struct {
-	Code     int
-	Findings []cliFinding
-	Summary  cliSummary
-	Stderr   string
+	Code      int
+	Findings  []cliFinding
+	Producers []cliProducer
+	Summary   cliSummary
+	Stderr    string
 }
 
 // cliAnalyze runs `kdupcap analyze --format json ARGS...` and parses every
@@ -84,16 +87,16 @@ func cliAnalyze(t *testing.T, stdin io.Reader, args ...string) cliResult {
 	code := run(append([]string{"analyze", "--format", "json"}, args...), stdin, &stdout, &stderr)
 	res := cliResult{Code: code, Stderr: stderr.String()}
 	var sawSummary bool
-	res.Findings, res.Summary, sawSummary = parseJSONLines(t, &stdout)
+	res.Findings, res.Producers, res.Summary, sawSummary = parseJSONLines(t, &stdout)
 	if !sawSummary {
 		t.Fatalf("no summary line in output (exit %d, stderr %s)", code, res.Stderr)
 	}
 	return res
 }
 
-// parseJSONLines reads kdupcap's JSON Lines output: findings, then one
-// summary, last. Anything else fails the test.
-func parseJSONLines(t *testing.T, r io.Reader) (findings []cliFinding, sum cliSummary, sawSummary bool) {
+// parseJSONLines reads kdupcap's JSON Lines output: findings, then the
+// producers, then one summary, last. Anything else fails the test.
+func parseJSONLines(t *testing.T, r io.Reader) (findings []cliFinding, producers []cliProducer, sum cliSummary, sawSummary bool) {
 	t.Helper()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 16<<20)
@@ -115,6 +118,7 @@ func parseJSONLines(t *testing.T, r io.Reader) (findings []cliFinding, sum cliSu
 			if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
 				t.Fatalf("producer: %v: %s", err, sc.Text())
 			}
+			producers = append(producers, p)
 			sawProducer = true
 		case "duplicate":
 			if sawProducer {
@@ -128,6 +132,9 @@ func parseJSONLines(t *testing.T, r io.Reader) (findings []cliFinding, sum cliSu
 		case "record_resend", "record_duplicate":
 			// Record-level findings: TestRecordLevel checks them against
 			// the broker log with its own parser.
+			if sawProducer {
+				t.Fatalf("finding after a producer line: %s", sc.Text())
+			}
 		case "summary":
 			if err := json.Unmarshal(sc.Bytes(), &sum); err != nil {
 				t.Fatalf("summary: %v: %s", err, sc.Text())
@@ -137,5 +144,5 @@ func parseJSONLines(t *testing.T, r io.Reader) (findings []cliFinding, sum cliSu
 			t.Fatalf("line of unknown type %q: %s", head.Type, sc.Text())
 		}
 	}
-	return findings, sum, sawSummary
+	return findings, producers, sum, sawSummary
 }

@@ -166,7 +166,7 @@ func TestLive(t *testing.T) {
 		t.Fatalf("live exited %d: %s", code, stderr.String())
 	}
 
-	findings, summary, sawSummary := parseJSONLines(t, strings.NewReader(stdout.String()))
+	findings, _, summary, sawSummary := parseJSONLines(t, strings.NewReader(stdout.String()))
 	if !sawSummary {
 		t.Fatalf("no summary after the stop: %s", stdout.String())
 	}

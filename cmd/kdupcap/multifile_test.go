@@ -325,7 +325,7 @@ func TestTwoBrokers(t *testing.T) {
 		}
 	}
 	findings = len(res.Findings)
-	checkTwoBrokerFindings(t, res.Findings, log, held, addrs)
+	checkTwoBrokerFindings(t, res.Findings, log, held, addrs, retried)
 }
 
 // produceWithMoves produces values one at a time with a non-idempotent kgo
@@ -441,48 +441,40 @@ func checkCrossBrokerAttempts(t *testing.T, pcaps []string) int {
 	return retried
 }
 
-// checkTwoBrokerFindings checks the findings against the log: every
-// appended offset is a batch of the log with the finding's CRC, a
-// duplicated finding names only records the log holds more than once and
-// every such record has one, attempts are in time order, and every broker is
-// one of the cluster's.
-func checkTwoBrokerFindings(t *testing.T, findings []cliFinding, log *kafkatest.Log, held map[string]int, addrs []string) {
+// checkTwoBrokerFindings checks the findings against the capture and the
+// log: one finding per batch the capture shows sent to both brokers
+// (retried), each of scope client with attempts at both brokers, in time
+// order; the log holds every record once, so each is single, appended at
+// one offset, a batch of the log with the finding's CRC.
+func checkTwoBrokerFindings(t *testing.T, findings []cliFinding, log *kafkatest.Log, held map[string]int, addrs []string, retried int) {
 	t.Helper()
+	if len(findings) != retried {
+		t.Errorf("%d findings, but the capture shows %d batches sent to both brokers", len(findings), retried)
+	}
 	for i, f := range findings {
 		where := fmt.Sprintf("finding %d (%s/%d crc %s, verdict %s, offsets %v)", i, f.Topic, f.Partition, f.BatchCRC, f.Verdict, f.AppendedOffsets)
-		if !slices.Contains(addrs, f.Broker) {
-			t.Errorf("%s: broker %s is not one of %v", where, f.Broker, addrs)
+		if f.Scope != "client" {
+			t.Errorf("%s: scope %q, want client", where, f.Scope)
+		}
+		for _, a := range addrs {
+			if !slices.ContainsFunc(f.Attempts, func(at cliAttempt) bool { return at.Broker == a }) {
+				t.Errorf("%s: no attempt at broker %s", where, a)
+			}
 		}
 		for j := 1; j < len(f.Attempts); j++ {
 			if f.Attempts[j].Time < f.Attempts[j-1].Time {
 				t.Errorf("%s: attempt %d at %s before attempt %d at %s", where, j, f.Attempts[j].Time, j-1, f.Attempts[j-1].Time)
 			}
 		}
+		if f.Verdict != "single" || len(f.AppendedOffsets) != 1 {
+			t.Errorf("%s: the log holds every record once: want single, appended at one offset", where)
+		}
 		pl, ok := log.Partition(f.Partition)
 		if f.Topic != log.Topic || !ok {
 			t.Errorf("%s: not a partition of the log of %s", where, log.Topic)
 			continue
 		}
-		for _, off := range f.AppendedOffsets {
-			b, ok := pl.BatchAt(off)
-			if !ok {
-				t.Errorf("%s: appended offset %d is not a batch in the log", where, off)
-				continue
-			}
-			if crc := fmt.Sprintf("0x%08x", b.CRC); crc != f.BatchCRC {
-				t.Errorf("%s: the log's batch at %d has CRC %s", where, off, crc)
-			}
-			for _, r := range pl.Records {
-				if r.BatchBaseOffset == off && f.Verdict == "duplicated" && held[r.Value] < 2 {
-					t.Errorf("%s: duplicated, but the log holds %q once", where, r.Value)
-				}
-			}
-		}
-	}
-	for _, c := range log.Duplicates() {
-		if !slices.ContainsFunc(findings, func(f cliFinding) bool { return f.Verdict == "duplicated" && f.Partition == c.Partition }) {
-			t.Errorf("the log holds %q %d times: no duplicated finding", c.Value, len(c.Records))
-		}
+		checkAppended(t, where, pl, f, func(r kafkatest.Record) bool { return held[r.Value] >= 2 })
 	}
 }
 

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -57,24 +54,11 @@ type cliProducer struct {
 // producer lines (the output as a whole is checked by cliAnalyze).
 func analyzeProducers(t *testing.T, pcap string) []cliProducer {
 	t.Helper()
-	cliAnalyze(t, nil, pcap)
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"analyze", "--format", "json", pcap}, nil, &stdout, &stderr); code != exitOK {
-		t.Fatalf("analyze exited %d: %s", code, stderr.String())
+	res := cliAnalyze(t, nil, pcap)
+	if res.Code != exitOK {
+		t.Fatalf("analyze exited %d: %s", res.Code, res.Stderr)
 	}
-	var out []cliProducer
-	sc := bufio.NewScanner(&stdout)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		var p cliProducer
-		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
-			t.Fatal(err)
-		}
-		if p.Type == "producer" {
-			out = append(out, p)
-		}
-	}
-	return out
+	return res.Producers
 }
 
 // kgoVersion is the client software version kgo sends: its module's version
@@ -313,7 +297,7 @@ func TestProducersAddUp(t *testing.T) {
 	for _, file := range captureFiles(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			res := cliAnalyze(t, nil, file)
-			ps := analyzeProducers(t, file)
+			ps := res.Producers
 			var sends, resent, resends int64
 			verdicts := map[string]int64{}
 			for _, p := range ps {

@@ -34,10 +34,10 @@ type progress struct {
 	desc     string
 }
 
-// progressOn reports whether analyze draws a progress bar on stderr: only
-// when stderr is a terminal and --quiet was not given.
-func progressOn(stderr io.Writer, quiet bool) bool {
-	return !quiet && isTerminal(stderr)
+// progressOn reports whether analyze draws a progress bar: only on a
+// terminal (isTerminal of stderr) and when --quiet was not given.
+func progressOn(terminal, quiet bool) bool {
+	return terminal && !quiet
 }
 
 // inputSize is the total size of the files, or -1 when one is standard

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,7 +75,8 @@ func TestProgressBar(t *testing.T) {
 }
 
 // TestProgressSilent: no bar when stderr is not a terminal (a buffer, a
-// file, a pipe) or with --quiet, and a nil bar is safe to use.
+// pipe, a file, /dev/null) or with --quiet on one, and a nil bar is safe to
+// use.
 func TestProgressSilent(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -87,35 +89,34 @@ func TestProgressSilent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer file.Close()
-	for _, tc := range []struct {
-		name   string
-		stderr any
-		quiet  bool
-	}{
-		{"buffer", &bytes.Buffer{}, false},
-		{"pipe", w, false},
-		{"file", file, false},
-		{"quiet pipe", w, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var on bool
-			switch s := tc.stderr.(type) {
-			case *bytes.Buffer:
-				on = progressOn(s, tc.quiet)
-			case *os.File:
-				on = progressOn(s, tc.quiet)
-			}
-			if on {
-				t.Fatal("progress bar on")
-			}
-			var bar *progress = newProgress(&bytes.Buffer{}, on, 100, func() detect.Stats { return detect.Stats{} })
-			if bar != nil {
-				t.Fatal("newProgress returned a bar when off")
-			}
-			bar.update(50) // nil-safe
-			bar.finish()
-		})
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer null.Close()
+	for name, stderr := range map[string]io.Writer{"buffer": &bytes.Buffer{}, "pipe": w, "file": file, "/dev/null": null} {
+		if isTerminal(stderr) {
+			t.Errorf("%s taken for a terminal", name)
+		}
+	}
+	for _, tc := range []struct {
+		terminal, quiet, want bool
+	}{
+		{true, false, true},
+		{true, true, false},
+		{false, false, false},
+		{false, true, false},
+	} {
+		if got := progressOn(tc.terminal, tc.quiet); got != tc.want {
+			t.Errorf("progressOn(terminal %v, quiet %v) = %v", tc.terminal, tc.quiet, got)
+		}
+	}
+	var bar *progress = newProgress(&bytes.Buffer{}, false, 100, func() detect.Stats { return detect.Stats{} })
+	if bar != nil {
+		t.Fatal("newProgress returned a bar when off")
+	}
+	bar.update(50) // nil-safe
+	bar.finish()
 	if got := inputSize([]string{"-"}); got != -1 {
 		t.Errorf("inputSize of stdin = %d, want -1", got)
 	}

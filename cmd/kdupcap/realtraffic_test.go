@@ -278,7 +278,8 @@ func keepOnFailure(t *testing.T, pcap string) {
 		defer src.Close()
 		var dst *os.File
 		if keepDir != "" {
-			name := strings.NewReplacer("/", "_", " ", "-", ",", "").Replace(t.Name()) + ".pcap"
+			// The test's name and the file's: a test may keep several.
+			name := strings.NewReplacer("/", "_", " ", "-", ",", "").Replace(t.Name()) + "-" + filepath.Base(pcap)
 			dst, err = os.Create(filepath.Join(keepDir, name))
 		} else {
 			dst, err = os.CreateTemp("", "kdupcap-realtraffic-*.pcap")
