@@ -73,8 +73,8 @@ func TestClients(t *testing.T) {
 					}
 					pl, _ := res.Log.Partition(0)
 					for _, b := range pl.Batches {
-						if b.Codec != int8(codec) {
-							t.Errorf("batch at %d has codec %d, want %d (%s)", b.BaseOffset, b.Codec, codec, codec)
+						if b.Codec() != codec {
+							t.Errorf("batch at %d has codec %s, want %s", b.BaseOffset, b.Codec(), codec)
 						}
 					}
 					held := make(map[string]int)

@@ -100,9 +100,6 @@ func (c *Cluster) Addr() string { return c.addr }
 // Port is the broker's port.
 func (c *Cluster) Port() int { return c.port }
 
-// Kfake is the underlying kfake cluster, for its control hooks.
-func (c *Cluster) Kfake() *kfake.Cluster { return c.kf }
-
 // Events returns a copy of the faults applied so far, in the order they were
 // answered.
 func (c *Cluster) Events() []Event {
@@ -212,16 +209,4 @@ func (c *Cluster) record(e Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.events = append(c.events, e)
-}
-
-// TopicID returns the ID of a topic that a Metadata response named, if any.
-func (c *Cluster) TopicID(topic string) ([16]byte, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for id, name := range c.topicIDs {
-		if name == topic {
-			return id, true
-		}
-	}
-	return [16]byte{}, false
 }

@@ -1,6 +1,7 @@
 package kafkatest
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net"
 	"sync"
@@ -127,7 +128,11 @@ func (w *conn) Write(p []byte) (int, error) {
 
 // respond writes one response frame, applying the request's fault.
 func (w *conn) respond(frame []byte) error {
-	corr := int32(uint32(frame[4])<<24 | uint32(frame[5])<<16 | uint32(frame[6])<<8 | uint32(frame[7]))
+	if len(frame) < 8 { // no correlation ID: nothing to match, pass it on
+		_, err := w.Conn.Write(frame)
+		return err
+	}
+	corr := int32(binary.BigEndian.Uint32(frame[4:]))
 	w.pmu.Lock()
 	pd, ok := w.pending[corr]
 	delete(w.pending, corr)

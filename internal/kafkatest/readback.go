@@ -37,9 +37,6 @@ type Batch struct {
 	ProducerEpoch int16
 	FirstSequence int32
 	CRC           uint32
-	// Codec is the batch's compression codec: 0 none, 1 gzip, 2 snappy,
-	// 3 lz4, 4 zstd.
-	Codec int8
 	// Attributes are the batch's: bits 0-2 the compression codec.
 	Attributes int16
 }
@@ -269,7 +266,6 @@ func (pl *PartitionLog) addBatches(b []byte, from int64, dec kgo.Decompressor) (
 			ProducerEpoch: rb.ProducerEpoch,
 			FirstSequence: rb.FirstSequence,
 			CRC:           uint32(rb.CRC),
-			Codec:         int8(rb.Attributes & 0x07),
 			Attributes:    rb.Attributes,
 		})
 		next = end
@@ -326,3 +322,6 @@ func records(b []byte, n int) ([]kmsg.Record, error) {
 	}
 	return out, nil
 }
+
+// Codec is the batch's compression codec, from its attributes.
+func (b Batch) Codec() Codec { return Codec(b.Attributes & 0x07) }
