@@ -2,6 +2,7 @@ package capture
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -139,19 +140,7 @@ func TestFlushGate(t *testing.T) {
 			due = append(due, i)
 		}
 	}
-	if want := []int{3, 6, 8}; !equalInts(due, want) {
+	if want := []int{3, 6, 8}; !slices.Equal(due, want) {
 		t.Errorf("due at %v, want %v", due, want)
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

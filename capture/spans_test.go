@@ -3,8 +3,8 @@ package capture
 import (
 	"bytes"
 	"encoding/binary"
-	"io"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,18 +19,11 @@ func readBack(t *testing.T, name string, b []byte) []Packet {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	var out []Packet
-	for {
-		p, err := src.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Data = bytes.Clone(p.Data)
-		out = append(out, p)
+	out, err := readAll(src)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return out
 }
 
 // TestSpanWriter selects the IPv4 connection of the real loopback captures,
@@ -44,18 +37,12 @@ func TestSpanWriter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for {
-			p, err := src.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			p.Data = bytes.Clone(p.Data)
-			all = append(all, p)
-		}
+		ps, err := readAll(src)
 		src.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, ps...)
 	}
 	// The IPv4 connection: the first TCP packet's ends.
 	dec := newDecoder()
@@ -69,13 +56,33 @@ func TestSpanWriter(t *testing.T) {
 	if !a.IsValid() {
 		t.Fatal("no IPv4 TCP packet in the test captures")
 	}
-	first := all[0].CI.Timestamp
-	span := ConnSpan{A: b, B: a, From: first, To: first.Add(time.Hour)} // either order of the ends
-	var want []Packet
+	var conn []Packet
 	for _, p := range all {
 		if dec.decode(p.LinkType, p.Data) == decodedTCP && keyOf(dec.src, dec.dst) == keyOf(a, b) {
+			conn = append(conn, p)
+		}
+	}
+	if len(conn) < 6 {
+		t.Fatalf("%d packets of the connection, want 6 or more", len(conn))
+	}
+	// A window inside the connection's time: from its 3rd packet's time to
+	// its 3rd last's, both ends included; the packets expected are those of
+	// the connection captured within it.
+	times := make([]time.Time, len(conn))
+	for i, p := range conn {
+		times[i] = p.CI.Timestamp
+	}
+	slices.SortFunc(times, time.Time.Compare)
+	from, to := times[2], times[len(times)-3]
+	span := ConnSpan{A: b, B: a, From: from, To: to} // either order of the ends
+	var want []Packet
+	for _, p := range conn {
+		if ts := p.CI.Timestamp; !ts.Before(from) && !ts.After(to) {
 			want = append(want, p)
 		}
+	}
+	if len(want) == len(conn) {
+		t.Fatal("the window excludes no packet: it tests nothing")
 	}
 	for _, tc := range []struct {
 		name  string

@@ -34,6 +34,7 @@ func fetchBody(v int16) []byte {
 	t.Topic, t.TopicID = "orders", [16]byte{1}
 	p0 := kmsg.NewFetchResponseTopicPartition()
 	p0.Partition, p0.HighWatermark = 0, 44
+	p0.LastStableOffset, p0.LogStartOffset = 43, 10 // on the wire from v4 and v5
 	p0.RecordBatches = append(whole, cut[:30]...)
 	a := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
 	a.ProducerID, a.FirstOffset = 7, 42
@@ -64,6 +65,16 @@ func TestParseFetchResponse(t *testing.T) {
 			if p0.Topic != wantTopic || p0.TopicID != wantID || p0.Partition != 0 || p0.HighWatermark != 44 ||
 				p3.Partition != 3 || p3.ErrorCode != 1 || len(p3.Batches) != 0 {
 				t.Fatalf("partitions %+v", f.Partitions)
+			}
+			wantLSO, wantStart := int64(-1), int64(-1)
+			if v >= 4 {
+				wantLSO = 43
+			}
+			if v >= 5 {
+				wantStart = 10
+			}
+			if p0.LastStableOffset != wantLSO || p0.LogStartOffset != wantStart {
+				t.Errorf("last stable offset %d, log start %d; want %d, %d", p0.LastStableOffset, p0.LogStartOffset, wantLSO, wantStart)
 			}
 			if len(p0.Batches) != 2 {
 				t.Fatalf("%d batches, want the 2 whole ones", len(p0.Batches))
