@@ -43,15 +43,3 @@ func softwareText(s string) string {
 	}
 	return strings.Clone(s)
 }
-
-// inFlight is the number of ProduceRequests sent on the connection and still
-// awaiting their response, not counting the one being decoded.
-func (c *Conn) inFlight() int {
-	n := 0
-	for i := range c.pending {
-		if c.pending[i].x != nil {
-			n++
-		}
-	}
-	return n
-}

@@ -92,6 +92,7 @@ type auxRequest struct {
 // the request pending.
 func (c *Conn) fetchRequest(dir *direction, h requestHeader, clientID *string, body []byte, pos int64, ts time.Time) {
 	d := c.d
+	defer d.release()
 	p := pending{corr: h.corr, key: h.key, version: h.version, flexible: h.flexible}
 	req := &d.freq
 	req.Default()
@@ -104,9 +105,6 @@ func (c *Conn) fetchRequest(dir *direction, h requestHeader, clientID *string, b
 			rid = req.ReplicaState.ID
 		}
 		p.aux = &auxRequest{time: ts, clientID: clientID, replicaID: rid, isolation: req.IsolationLevel}
-	}
-	if cap(req.Topics) > 1024 {
-		d.freq.Topics = nil
 	}
 	c.push(p)
 }

@@ -15,6 +15,7 @@ func (c *Conn) metadataResponse(dir *direction, p pending, body []byte, pos int6
 		return
 	}
 	d := c.d
+	defer d.release()
 	resp := &d.mresp
 	resp.Version = p.version
 	if err := resp.UnsafeReadFrom(body); err != nil {

@@ -71,3 +71,15 @@ func (c *Conn) drop(n int) {
 	clear(c.pending[m:])
 	c.pending = c.pending[:m]
 }
+
+// inFlight is the number of ProduceRequests sent on the connection and still
+// awaiting their response, not counting the one being decoded.
+func (c *Conn) inFlight() int {
+	n := 0
+	for i := range c.pending {
+		if c.pending[i].x != nil {
+			n++
+		}
+	}
+	return n
+}

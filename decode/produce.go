@@ -239,9 +239,9 @@ func plausibleTopics(c topicsCount) error {
 	return nil
 }
 
-// release drops the room kmsg kept for the topics of a large produce
-// request or response, so that one frame does not hold memory for the
-// rest of the run.
+// release drops the room kmsg kept for the topics of a large message the
+// Decoder reuses (produce request and response, fetch request, metadata
+// response), so that one frame does not hold memory for the rest of the run.
 func (d *Decoder) release() {
 	const keep = 1024
 	if cap(d.preq.Topics) > keep {
@@ -249,5 +249,11 @@ func (d *Decoder) release() {
 	}
 	if cap(d.presp.Topics) > keep {
 		d.presp = kmsg.ProduceResponse{}
+	}
+	if cap(d.freq.Topics) > keep {
+		d.freq = kmsg.FetchRequest{}
+	}
+	if cap(d.mresp.Topics) > keep {
+		d.mresp = kmsg.MetadataResponse{}
 	}
 }

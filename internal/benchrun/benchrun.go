@@ -156,8 +156,7 @@ func File(cfg Config, path string) ([]Measure, error) {
 	}
 
 	// One untimed read loop brings the file into the page cache, so that
-	// every timed run reads it from memory; the read loop also counts the
-	// file's packets for the others.
+	// every timed run reads it from memory.
 	if _, _, err := runProcess(cfg.ReadLoop, []string{path}, true); err != nil {
 		return nil, err
 	}
