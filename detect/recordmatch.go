@@ -103,15 +103,13 @@ type recQueued struct {
 // first prints come.
 type recState struct {
 	entries  map[uint64]recEntry
-	order    []recQueued // entries in the order last touched
-	head     int
+	order    fifo[recQueued] // entries in the order last touched
 	carriers []carrier
 	freeC    []int32
 	dups     []recDup
 	freeD    []int32
-	decideQ  []recQueued // duplicates in the order last touched
-	dhead    int
-	decided  []int32 // duplicates decided, waiting to be grouped
+	decideQ  fifo[recQueued] // duplicates in the order last touched
+	decided  []int32         // duplicates decided, waiting to be grouped
 }
 
 // hotPartition is a client's partition after a failed or unanswered
@@ -194,7 +192,7 @@ func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen i
 		if !ok {
 			rs.entries[k] = recEntry{last: seen, carrier: ci, delta: p.OffsetDelta, index: p.Index, dup: -1}
 			rs.carriers[ci].refs++
-			rs.order = append(rs.order, recQueued{time: seen, key: k})
+			rs.order.push(recQueued{time: seen, key: k})
 			continue
 		}
 		prev := &rs.carriers[e.carrier]
@@ -217,13 +215,13 @@ func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen i
 		dp.last = max(dp.last, seen)
 		dp.gen++
 		dp.pending = true
-		rs.decideQ = append(rs.decideQ, recQueued{time: dp.last, dup: e.dup, gen: dp.gen})
+		rs.decideQ.push(recQueued{time: dp.last, dup: e.dup, gen: dp.gen})
 		// The entry now points at the newest copy.
 		rs.release(e.carrier)
 		e.carrier, e.delta, e.index, e.last = ci, p.OffsetDelta, p.Index, seen
 		rs.carriers[ci].refs++
 		rs.entries[k] = e
-		rs.order = append(rs.order, recQueued{time: seen, key: k})
+		rs.order.push(recQueued{time: seen, key: k})
 	}
 	if rs.carriers[ci].refs == 0 {
 		rs.freeC = append(rs.freeC, ci)
@@ -322,20 +320,19 @@ func (d *Detector) expireRecords() {
 	d.decideRecords(false)
 	d.groupDecided(true)
 	cutoff := d.newest - d.recWindow()
-	for rs.head < len(rs.order) {
-		q := rs.order[rs.head]
+	for rs.order.head < len(rs.order.q) {
+		q := rs.order.q[rs.order.head]
 		e, ok := rs.entries[q.key]
 		if !ok || e.last != q.time {
-			rs.head++ // stale: forgotten, or seen again since
+			rs.order.head++ // stale: forgotten, or seen again since
 			continue
 		}
 		if q.time >= cutoff {
 			break
 		}
-		rs.head++
+		rs.order.head++
 		d.forgetEntry(q.key, e)
 	}
-	rs.compact()
 	d.groupDecided(true)
 }
 
@@ -344,9 +341,9 @@ func (d *Detector) expireRecords() {
 // reports whether there was one.
 func (d *Detector) evictRecord() bool {
 	rs := d.recs
-	for rs.head < len(rs.order) {
-		q := rs.order[rs.head]
-		rs.head++
+	for rs.order.head < len(rs.order.q) {
+		q := rs.order.q[rs.order.head]
+		rs.order.head++
 		e, ok := rs.entries[q.key]
 		if !ok || e.last != q.time {
 			continue
@@ -393,17 +390,17 @@ func (d *Detector) decideRecords(flush bool) {
 		wait = min(d.settle, wait)
 	}
 	cutoff := d.newest - wait
-	for rs.dhead < len(rs.decideQ) {
-		q := rs.decideQ[rs.dhead]
+	for rs.decideQ.head < len(rs.decideQ.q) {
+		q := rs.decideQ.q[rs.decideQ.head]
 		dp := &rs.dups[q.dup]
 		if dp.gen != q.gen || !dp.pending {
-			rs.dhead++ // stale: another copy came, or decided already
+			rs.decideQ.head++ // stale: another copy came, or decided already
 			continue
 		}
 		if !flush && q.time >= cutoff {
 			break
 		}
-		rs.dhead++
+		rs.decideQ.head++
 		rs.decide(q.dup)
 	}
 }
@@ -414,19 +411,6 @@ func (rs *recState) decide(i int32) {
 	dp.pending = false
 	dp.queued = true
 	rs.decided = append(rs.decided, i)
-}
-
-// compact drops the consumed heads of the queues once they are half the
-// slices, so memory follows what is remembered.
-func (rs *recState) compact() {
-	if rs.head > 1024 && rs.head*2 > len(rs.order) {
-		rs.order = append(rs.order[:0], rs.order[rs.head:]...)
-		rs.head = 0
-	}
-	if rs.dhead > 1024 && rs.dhead*2 > len(rs.decideQ) {
-		rs.decideQ = append(rs.decideQ[:0], rs.decideQ[rs.dhead:]...)
-		rs.dhead = 0
-	}
 }
 
 // flushRecords decides every duplicate and forgets every print.
@@ -440,7 +424,7 @@ func (d *Detector) flushRecords() {
 	for k, e := range rs.entries {
 		d.forgetEntry(k, e)
 	}
-	rs.order, rs.head = rs.order[:0], 0
-	rs.decideQ, rs.dhead = rs.decideQ[:0], 0
+	rs.order.reset()
+	rs.decideQ.reset()
 	d.groupDecided(false)
 }

@@ -195,16 +195,19 @@ type queued struct {
 	gen  uint32
 }
 
-// ageQueue holds slots in the order they were touched, which is close to
-// packet time order. Entries are read from head; the read part is dropped
-// when it is over half the slice, so the slice stays about twice the unread
-// entries and pushing is amortised O(1) without allocation in steady state.
-type ageQueue struct {
-	q    []queued
+// fifo is a queue read from head; the read part is dropped when it is over
+// half the slice, so the slice stays about twice the unread entries and
+// pushing is amortised O(1) without allocation in steady state.
+type fifo[T any] struct {
+	q    []T
 	head int // first unread entry
 }
 
-func (a *ageQueue) push(e queued) {
+// ageQueue holds slots in the order they were touched, which is close to
+// packet time order.
+type ageQueue = fifo[queued]
+
+func (a *fifo[T]) push(e T) {
 	if a.head > 1024 && a.head > len(a.q)/2 {
 		n := copy(a.q, a.q[a.head:])
 		a.q = a.q[:n]
@@ -214,9 +217,9 @@ func (a *ageQueue) push(e queued) {
 }
 
 // len is the number of unread entries, stale ones included.
-func (a *ageQueue) len() int { return len(a.q) - a.head }
+func (a *fifo[T]) len() int { return len(a.q) - a.head }
 
-func (a *ageQueue) reset() { a.q, a.head = a.q[:0], 0 }
+func (a *fifo[T]) reset() { a.q, a.head = a.q[:0], 0 }
 
 // unixNano converts a packet time; the zero time stays 0.
 func unixNano(t time.Time) int64 {
