@@ -238,12 +238,7 @@ func TestTransactions(t *testing.T) {
 			return err
 		}}
 	res, pcap := runCaptured(t, s, 20*time.Second)
-	answered := 0
-	for _, e := range res.Events {
-		if !e.Answered.IsZero() {
-			answered++
-		}
-	}
+	answered := len(res.Answered())
 	if answered != 2 || len(res.Log.Duplicates()) > 0 {
 		t.Fatalf("harness: %d faults answered (want 2), %d values held twice (want 0)", answered, len(res.Log.Duplicates()))
 	}

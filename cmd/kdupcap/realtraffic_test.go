@@ -121,12 +121,7 @@ func analyzeJSON(t *testing.T, pcap string) ([]cliFinding, cliSummary) {
 // twice for a non-idempotent producer, once for an idempotent one.
 func checkHarness(t *testing.T, res *kafkatest.Result, faulted, idempotent bool) {
 	t.Helper()
-	answered := 0
-	for _, e := range res.Events {
-		if !e.Answered.IsZero() {
-			answered++
-		}
-	}
+	answered := len(res.Answered())
 	if faulted && answered == 0 {
 		t.Fatalf("harness: no fault applied, the producer never resent: %+v", res.Events)
 	}
@@ -208,12 +203,7 @@ func checkFindings(t *testing.T, res *kafkatest.Result, findings []cliFinding, i
 		}
 	}
 
-	answered := 0
-	for _, e := range res.Events {
-		if !e.Answered.IsZero() {
-			answered++
-		}
-	}
+	answered := len(res.Answered())
 	// Each fault held one request of one batch past its timeout; the
 	// producer resent it on the same connection after the answer.
 	if len(findings) != answered {

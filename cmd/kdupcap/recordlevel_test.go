@@ -249,12 +249,7 @@ func TestRecordLevel(t *testing.T) {
 // application produced them twice).
 func checkRecordHarness(t *testing.T, res *kafkatest.Result, appTwice bool) {
 	t.Helper()
-	answered := 0
-	for _, e := range res.Events {
-		if !e.Answered.IsZero() {
-			answered++
-		}
-	}
+	answered := len(res.Answered())
 	switch {
 	case !appTwice && answered == 0:
 		t.Fatalf("harness: no fault answered, the producer never re-sent: %+v", res.Events)
@@ -343,10 +338,8 @@ func checkRecordFindings(t *testing.T, res *kafkatest.Result, a recAnalysis, sam
 	ix := indexLog(res.Log)
 	broker := "127.0.0.1:" + strconv.Itoa(res.Port)
 	faulted := make(map[int32]bool)
-	for _, e := range res.Events {
-		if !e.Answered.IsZero() {
-			faulted[e.CorrelationID] = true
-		}
+	for _, e := range res.Answered() {
+		faulted[e.CorrelationID] = true
 	}
 
 	// Batch findings: every appended offset is a log batch of the same CRC;

@@ -94,3 +94,15 @@ func Run(ctx context.Context, s Scenario, pcap string) (*Result, error) {
 	}
 	return res, nil
 }
+
+// Answered returns the faults of the run whose response (or close) went
+// out, in order: not those whose connection closed first (Event.Answered).
+func (r *Result) Answered() []Event {
+	var out []Event
+	for _, e := range r.Events {
+		if !e.Answered.IsZero() {
+			out = append(out, e)
+		}
+	}
+	return out
+}
