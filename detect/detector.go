@@ -338,12 +338,9 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 	}
 	b := d.slab.at(slot)
 	*b = batch{
-		conn:            conn,
-		clientID:        at.clientID,
 		topic:           bt.Topic,
 		topicID:         bt.TopicID,
 		producerID:      bt.ProducerID,
-		hash:            bt.Hash,
 		last:            seen,
 		partition:       bt.Partition,
 		producerEpoch:   bt.ProducerEpoch,
@@ -351,7 +348,6 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		firstSequence:   bt.FirstSequence,
 		lastOffsetDelta: bt.LastOffsetDelta,
 		numRecords:      bt.NumRecords,
-		crc:             bt.CRC,
 		gen:             b.gen + 1,
 		live:            true,
 		byClient:        byClient,

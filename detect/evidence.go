@@ -147,7 +147,7 @@ func (f *Finding) fp() fpKey {
 }
 
 func (b *batch) fp() fpKey {
-	return fpOf(b.partition, b.producerID, b.producerEpoch, b.firstSequence, b.numRecords-1, b.crc)
+	return fpOf(b.partition, b.producerID, b.producerEpoch, b.firstSequence, b.numRecords-1, b.first.crc)
 }
 
 // watchBatch starts looking for the fetched copies of b, a batch just

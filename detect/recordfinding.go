@@ -135,8 +135,6 @@ func (d *Detector) recordFinding(group []int32) Finding {
 	}
 	c0 := &rs.carriers[cids[0]]
 	b := batch{
-		conn:          atts[0].conn,
-		clientID:      atts[0].clientID,
 		topic:         c0.topic,
 		topicID:       c0.topicID,
 		partition:     c0.partition,
@@ -145,7 +143,6 @@ func (d *Detector) recordFinding(group []int32) Finding {
 		firstSequence: -1,
 		magic:         c0.magic,
 		numRecords:    int32(len(group)),
-		crc:           c0.at.crc,
 		records:       true,
 		first:         atts[0],
 		more:          atts[1:],

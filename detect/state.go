@@ -73,13 +73,13 @@ type attempt struct {
 // its slot: kept in the slot, every slot would in time hold one, which is
 // memory for resends as large as the slab.
 type batch struct {
-	conn     *decode.ConnInfo
-	clientID *string
-	topic    string
-	topicID  [16]byte
+	// The connection, client.id, CRC and bytes hash that file the batch
+	// are its first attempt's (first.conn, first.clientID, first.crc,
+	// first.hash).
+	topic   string
+	topicID [16]byte
 
 	producerID      int64
-	hash            uint64
 	last            int64 // packet time of the newest attempt, Unix ns
 	partition       int32
 	producerEpoch   int16
@@ -87,7 +87,6 @@ type batch struct {
 	firstSequence   int32
 	lastOffsetDelta int32
 	numRecords      int32
-	crc             uint32
 	gen             uint32 // bumped when the slot is reused or touched
 	live            bool
 	// Live mode only (both fit in padding): dirty is set while the batch
@@ -154,8 +153,8 @@ func (d *Detector) clientOwner(conn *decode.ConnInfo, clientID *string) owner {
 }
 
 func (d *Detector) bytesKey(b *batch) bytesKey {
-	return bytesKey{owner: d.ownerOf(b.conn, b.clientID, false), topic: b.keyTopic(), topicID: b.topicID,
-		partition: b.partition, crc: b.crc, hash: b.hash}
+	return bytesKey{owner: d.ownerOf(b.first.conn, b.first.clientID, false), topic: b.keyTopic(), topicID: b.topicID,
+		partition: b.partition, crc: b.first.crc, hash: b.first.hash}
 }
 
 // otherProducer reports whether at, of an idempotent batch with b's
@@ -177,9 +176,9 @@ func (d *Detector) otherProducer(b *batch, conn *decode.ConnInfo, at *attempt) b
 }
 
 func (d *Detector) seqKey(b *batch) seqKey {
-	o := d.ownerOf(b.conn, b.clientID, true)
+	o := d.ownerOf(b.first.conn, b.first.clientID, true)
 	if b.byClient {
-		o = d.clientOwner(b.conn, b.clientID)
+		o = d.clientOwner(b.first.conn, b.first.clientID)
 	}
 	return seqKey{owner: o, topic: b.keyTopic(), topicID: b.topicID,
 		partition: b.partition, producerEpoch: b.producerEpoch,
