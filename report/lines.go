@@ -86,7 +86,7 @@ func (l *linesWriter) Finding(f detect.Finding) error {
 func (l *linesWriter) Summary(s Summary) error {
 	l.buf.Reset()
 	b := &l.buf
-	if err := summaryCounts(b, &s, l.n); err != nil {
+	if err := summaryCounts(&tables{b: b}, &s, l.n); err != nil {
 		return err
 	}
 	summaryErrors(b, &s)

@@ -175,7 +175,7 @@ func (t *tableWriter) Producers(ps []detect.Producer) error {
 			fmt.Fprintf(b, "   re-sent   %d (%s): %s\n", p.Resent, plural(p.Resends, "re-send"), verdictCounts(p.ByVerdict))
 		}
 		if len(p.Latency) > 0 {
-			tbl := newTable(b, left, right, right, right, right, right, right, right)
+			tbl := t.tables.get(left, right, right, right, right, right, right, right)
 			tbl.Header("BROKER", "ANSWERED", "P50 MS", "P99 MS", "MAX MS", "NO ERROR", "P50 MS", "P99 MS")
 			for _, l := range p.Latency {
 				row := []string{l.Broker.String(), itoa(l.Answered), millisText(l.P50Millis), millisText(l.P99Millis),

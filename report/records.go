@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -40,10 +39,11 @@ func bytesText(b []byte, full int) string {
 	return s
 }
 
-// writeRecords writes the table of f's records to b.
-func writeRecords(b *bytes.Buffer, f *detect.Finding) error {
+// writeRecords writes the table of f's records to ts's buffer.
+func writeRecords(ts *tables, f *detect.Finding) error {
+	b := ts.b
 	fmt.Fprintf(b, "   first %s of the batch (first attempt)\n", plural(int64(len(f.Records)), "record"))
-	tbl := newTable(b, right, left, left, left, left)
+	tbl := ts.get(right, left, left, left, left)
 	tbl.Header("OFFSET", "TIMESTAMP (UTC)", "KEY", "VALUE", "HEADERS")
 	for _, r := range f.Records {
 		off := "-"
@@ -68,14 +68,15 @@ func kindOf(f *detect.Finding) detect.Kind {
 }
 
 // writeRecordCopies writes the records of a record-level finding, each
-// with the offset of every copy.
-func writeRecordCopies(b *bytes.Buffer, f *detect.Finding) error {
+// with the offset of every copy, to ts's buffer.
+func writeRecordCopies(ts *tables, f *detect.Finding) error {
+	b := ts.b
 	more := ""
 	if f.RecordsOmitted > 0 {
 		more = fmt.Sprintf(" (%d more not listed)", f.RecordsOmitted)
 	}
 	fmt.Fprintf(b, "   records sent again%s\n", more)
-	tbl := newTable(b, left, left, left, left, left)
+	tbl := ts.get(left, left, left, left, left)
 	tbl.Header("COPIES (CORR ID: OFFSET)", "TIMESTAMP (UTC)", "KEY", "VALUE", "HEADERS")
 	for _, r := range f.Records {
 		copies := make([]string, len(r.Copies))

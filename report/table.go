@@ -12,20 +12,22 @@ import (
 	"unicode/utf8"
 
 	"github.com/kdupcap/kdupcap/detect"
-	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 )
 
 // NewTable returns a Writer of human tables: one block per finding (a few
 // header lines, then a table of its attempts), then a summary block.
 func NewTable(w io.Writer) Writer {
-	return &tableWriter{w: w}
+	t := &tableWriter{w: w}
+	t.tables.b = &t.buf
+	return t
 }
 
 type tableWriter struct {
-	w   io.Writer
-	n   int // findings written
-	buf bytes.Buffer
+	w      io.Writer
+	n      int // findings written
+	buf    bytes.Buffer
+	tables tables // writing to buf
 }
 
 func (t *tableWriter) Finding(f detect.Finding) error {
@@ -81,7 +83,7 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 		align = append([]tw.Align{left}, align...)
 		header = append([]string{"CONNECTION"}, header...)
 	}
-	tbl := newTable(b, align...)
+	tbl := t.tables.get(align...)
 	tbl.Header(header)
 	for _, a := range f.Attempts {
 		row := []string{itoa(a.CorrelationID), formatTime(a.Time), causeText(&a), "", "-", "-"}
@@ -115,11 +117,11 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 		return fmt.Errorf("report: finding %d: %w", t.n, err)
 	}
 	if batches {
-		if err := writeRecordCopies(b, &f); err != nil {
+		if err := writeRecordCopies(&t.tables, &f); err != nil {
 			return fmt.Errorf("report: finding %d records: %w", t.n, err)
 		}
 	} else if len(f.Records) > 0 {
-		if err := writeRecords(b, &f); err != nil {
+		if err := writeRecords(&t.tables, &f); err != nil {
 			return fmt.Errorf("report: finding %d records: %w", t.n, err)
 		}
 	}
@@ -129,13 +131,13 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 func (t *tableWriter) Summary(s Summary) error {
 	t.buf.Reset()
 	b := &t.buf
-	if err := summaryCounts(b, &s, t.n); err != nil {
+	if err := summaryCounts(&t.tables, &s, t.n); err != nil {
 		return err
 	}
 
 	if len(s.KafkaConnections) > 0 {
 		b.WriteString("\nKafka connections\n")
-		tbl := newTable(b, right, left, left, left, left, right)
+		tbl := t.tables.get(right, left, left, left, left, right)
 		tbl.Header("ID", "CLIENT", "BROKER", "DETECTED BY", "CLIENT IDS", "PRODUCE REQUESTS")
 		for _, c := range s.KafkaConnections {
 			quoted := make([]string, len(c.ClientIDs))
@@ -159,7 +161,7 @@ func (t *tableWriter) Summary(s Summary) error {
 
 	if len(s.ByTopic) > 0 {
 		b.WriteString("\nTopics\n")
-		tbl := newTable(b, left, right, right, right, right)
+		tbl := t.tables.get(left, right, right, right, right)
 		tbl.Header("TOPIC", "BATCHES", "RECORDS", "FINDINGS", "DUPLICATED")
 		for _, tc := range s.ByTopic {
 			row := []string{printable(tc.Topic), itoa(tc.Batches), itoa(tc.Records), itoa(tc.Findings), itoa(tc.Duplicated)}
@@ -177,8 +179,9 @@ func (t *tableWriter) Summary(s Summary) error {
 }
 
 // summaryCounts writes the summary's heading and its table of counts, after
-// n findings.
-func summaryCounts(b *bytes.Buffer, s *Summary, n int) error {
+// n findings, to ts's buffer.
+func summaryCounts(ts *tables, s *Summary, n int) error {
+	b := ts.b
 	if n > 0 {
 		b.WriteByte('\n')
 	} else {
@@ -219,7 +222,7 @@ func summaryCounts(b *bytes.Buffer, s *Summary, n int) error {
 			"%d decided early (--max-batches reached); a re-send more than %s after the attempt before it may be unmatched",
 			s.EvictedBatches, s.EvictedAge.Round(time.Millisecond))})
 	}
-	tbl := newTable(b, left, left)
+	tbl := ts.get(left, left)
 	if err := tbl.Bulk(counts); err != nil {
 		return fmt.Errorf("report: summary: %w", err)
 	}
@@ -245,19 +248,6 @@ func summaryErrors(b *bytes.Buffer, s *Summary) {
 			fmt.Fprintf(b, "  %s\n", printable(e))
 		}
 	}
-}
-
-const (
-	left  = tw.AlignLeft
-	right = tw.AlignRight
-)
-
-// newTable returns a table writing to b with the columns aligned as given
-// and the header printed as written.
-func newTable(b *bytes.Buffer, align ...tw.Align) *tablewriter.Table {
-	return tablewriter.NewTable(b,
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignLeft, PerColumn: align}))
 }
 
 func plural(n int64, noun string) string {
