@@ -387,17 +387,20 @@ func (d *Detector) push(slot int32, b *batch) {
 // time order; a batch behind a newer one waits for it, never the reverse.
 func (d *Detector) expire() {
 	cutoff := d.newest - d.window
-	for d.age.head < len(d.age.q) {
-		q := d.age.q[d.age.head]
+	for {
+		q, ok := d.age.front()
+		if !ok {
+			break
+		}
 		b := d.slab.at(q.slot)
 		if !b.live || b.gen != q.gen {
-			d.age.head++ // stale: the batch was touched again or decided
+			d.age.pop() // stale: the batch was touched again or decided
 			continue
 		}
 		if q.time >= cutoff {
 			return
 		}
-		d.age.head++
+		d.age.pop()
 		d.stats.Expired++
 		d.retire(q.slot, true)
 	}
@@ -406,9 +409,12 @@ func (d *Detector) expire() {
 // evictOldest decides the batch touched least recently, reporting whether
 // there was one.
 func (d *Detector) evictOldest() bool {
-	for d.age.head < len(d.age.q) {
-		q := d.age.q[d.age.head]
-		d.age.head++
+	for {
+		q, ok := d.age.front()
+		if !ok {
+			break
+		}
+		d.age.pop()
 		b := d.slab.at(q.slot)
 		if !b.live || b.gen != q.gen {
 			continue
@@ -428,7 +434,6 @@ func (d *Detector) evictOldest() bool {
 // the finding to OnFinding at once, else it waits for Flush.
 func (d *Detector) retire(slot int32, emit bool) {
 	b := d.slab.at(slot)
-	d.unwatchBatch(b, !d.opts.Live && d.reportable(b))
 	if b.idempotent() {
 		unfile(d.bySeq, maphash.Comparable(d.seed, d.seqKey(b)), slot)
 		if b.byClient {
@@ -437,6 +442,13 @@ func (d *Detector) retire(slot int32, emit bool) {
 	} else {
 		unfile(d.byBytes, maphash.Comparable(d.seed, d.bytesKey(b)), slot)
 	}
+	d.decide(slot, b, emit)
+}
+
+// decide is retire without taking b out of the batch indexes: Flush, which
+// empties them whole, decides every batch with it.
+func (d *Detector) decide(slot int32, b *batch, emit bool) {
+	d.unwatchBatch(b, !d.opts.Live && d.reportable(b))
 	switch {
 	case d.opts.Live:
 		if b.dirty {
@@ -486,10 +498,13 @@ func (d *Detector) Flush() []Finding {
 	}
 	start := len(d.findings)
 	for i := range d.slab.n {
-		if d.slab.at(i).live {
-			d.retire(i, false)
+		if b := d.slab.at(i); b.live {
+			d.decide(i, b, false)
 		}
 	}
+	clear(d.bySeq)
+	clear(d.byBytes)
+	d.byClient = 0
 	d.flushRecords()
 	d.applyAll()
 	d.resetEvidence()

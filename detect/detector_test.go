@@ -590,6 +590,33 @@ func TestFlushOrderAndStats(t *testing.T) {
 	}
 }
 
+// TestFedAfterFlush checks that a Flush, which empties the batch indexes
+// whole, leaves none of their entries behind: the same batches sent again
+// after it are new batches, matched only with each other.
+func TestFedAfterFlush(t *testing.T) {
+	d := New(Options{})
+	feed := func(corr int32) {
+		d.Produce(ex(conn1, corr, 0, 1, 7, 1, plain(1)))
+		d.Produce(ex(conn1, corr+1, 5, 6, 0, 2, plain(1)))
+		d.Produce(ex(conn1, corr+2, 10, 11, 0, 3, idem(1, 7)))
+		d.Produce(ex(conn1, corr+3, 15, 16, 0, 3, idem(1, 7)))
+	}
+	feed(10)
+	if got := d.Flush(); len(got) != 2 {
+		t.Fatalf("first round: %d findings, want 2", len(got))
+	}
+	feed(20)
+	got := d.Flush()
+	if len(got) != 4 {
+		t.Fatalf("second round: %d findings in all, want 4", len(got))
+	}
+	for _, f := range got {
+		if len(f.Attempts) != 2 || (f.Attempts[0].CorrelationID < 20) != (f.Attempts[1].CorrelationID < 20) {
+			t.Errorf("finding with attempts %+v: a batch of one round matched with one of the other", f.Attempts)
+		}
+	}
+}
+
 func TestTopicIDStats(t *testing.T) {
 	d := New(Options{})
 	d.Produce(ex(conn1, 1, 0, 1, 0, 1, withID(plain(1), "")))

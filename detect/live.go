@@ -51,17 +51,20 @@ func (d *Detector) touched(slot int32, b *batch) {
 // a newer one in the queue waits for it, never the reverse.
 func (d *Detector) settled() {
 	cutoff := d.newest - d.settle
-	for d.settling.head < len(d.settling.q) {
-		q := d.settling.q[d.settling.head]
+	for {
+		q, ok := d.settling.front()
+		if !ok {
+			break
+		}
 		b := d.slab.at(q.slot)
 		if !b.live || b.gen != q.gen || !b.dirty {
-			d.settling.head++ // stale: touched again, reported or forgotten
+			d.settling.pop() // stale: touched again, reported or forgotten
 			continue
 		}
 		if q.time >= cutoff {
 			return
 		}
-		d.settling.head++
+		d.settling.pop()
 		d.stats.Settled++
 		d.emit(d.report(q.slot, b))
 	}

@@ -320,17 +320,20 @@ func (d *Detector) expireRecords() {
 	d.decideRecords(false)
 	d.groupDecided(true)
 	cutoff := d.newest - d.recWindow()
-	for rs.order.head < len(rs.order.q) {
-		q := rs.order.q[rs.order.head]
+	for {
+		q, ok := rs.order.front()
+		if !ok {
+			break
+		}
 		e, ok := rs.entries[q.key]
 		if !ok || e.last != q.time {
-			rs.order.head++ // stale: forgotten, or seen again since
+			rs.order.pop() // stale: forgotten, or seen again since
 			continue
 		}
 		if q.time >= cutoff {
 			break
 		}
-		rs.order.head++
+		rs.order.pop()
 		d.forgetEntry(q.key, e)
 	}
 	d.groupDecided(true)
@@ -341,9 +344,12 @@ func (d *Detector) expireRecords() {
 // reports whether there was one.
 func (d *Detector) evictRecord() bool {
 	rs := d.recs
-	for rs.order.head < len(rs.order.q) {
-		q := rs.order.q[rs.order.head]
-		rs.order.head++
+	for {
+		q, ok := rs.order.front()
+		if !ok {
+			break
+		}
+		rs.order.pop()
 		e, ok := rs.entries[q.key]
 		if !ok || e.last != q.time {
 			continue
@@ -390,17 +396,20 @@ func (d *Detector) decideRecords(flush bool) {
 		wait = min(d.settle, wait)
 	}
 	cutoff := d.newest - wait
-	for rs.decideQ.head < len(rs.decideQ.q) {
-		q := rs.decideQ.q[rs.decideQ.head]
+	for {
+		q, ok := rs.decideQ.front()
+		if !ok {
+			break
+		}
 		dp := &rs.dups[q.dup]
 		if dp.gen != q.gen || !dp.pending {
-			rs.decideQ.head++ // stale: another copy came, or decided already
+			rs.decideQ.pop() // stale: another copy came, or decided already
 			continue
 		}
 		if !flush && q.time >= cutoff {
 			break
 		}
-		rs.decideQ.head++
+		rs.decideQ.pop()
 		rs.decide(q.dup)
 	}
 }

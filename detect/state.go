@@ -194,31 +194,71 @@ type queued struct {
 	gen  uint32
 }
 
-// fifo is a queue read from head; the read part is dropped when it is over
-// half the slice, so the slice stays about twice the unread entries and
-// pushing is amortised O(1) without allocation in steady state.
+// fifo is a queue in chunks of fifoChunk entries: pushing never copies
+// what is queued (a slice doubled would copy it and leave the old array to
+// the collector, fresh memory each time), and a chunk read to its end is
+// kept for the next pushes.
 type fifo[T any] struct {
-	q    []T
-	head int // first unread entry
+	chunks [][]T // the front is chunks[0][head]
+	head   int
+	n      int
+	spare  [][]T
 }
+
+const fifoChunk = 1024
 
 // ageQueue holds slots in the order they were touched, which is close to
 // packet time order.
 type ageQueue = fifo[queued]
 
 func (a *fifo[T]) push(e T) {
-	if a.head > 1024 && a.head > len(a.q)/2 {
-		n := copy(a.q, a.q[a.head:])
-		a.q = a.q[:n]
-		a.head = 0
+	k := len(a.chunks) - 1
+	if k < 0 || len(a.chunks[k]) == fifoChunk {
+		var c []T
+		if s := len(a.spare); s > 0 {
+			c, a.spare = a.spare[s-1], a.spare[:s-1]
+		} else {
+			c = make([]T, 0, fifoChunk)
+		}
+		a.chunks = append(a.chunks, c)
+		k++
 	}
-	a.q = append(a.q, e)
+	a.chunks[k] = append(a.chunks[k], e)
+	a.n++
 }
 
-// len is the number of unread entries, stale ones included.
-func (a *fifo[T]) len() int { return len(a.q) - a.head }
+// front returns the first entry, if there is one.
+func (a *fifo[T]) front() (T, bool) {
+	if a.n == 0 {
+		var zero T
+		return zero, false
+	}
+	return a.chunks[0][a.head], true
+}
 
-func (a *fifo[T]) reset() { a.q, a.head = a.q[:0], 0 }
+// pop drops the first entry; the queue must not be empty.
+func (a *fifo[T]) pop() {
+	a.head++
+	a.n--
+	if a.head == len(a.chunks[0]) && (a.head == fifoChunk || a.n == 0) {
+		a.spare = append(a.spare, a.chunks[0][:0])
+		k := copy(a.chunks, a.chunks[1:])
+		clear(a.chunks[k:])
+		a.chunks = a.chunks[:k]
+		a.head = 0
+	}
+}
+
+// len is the number of entries, stale ones included.
+func (a *fifo[T]) len() int { return a.n }
+
+func (a *fifo[T]) reset() {
+	for _, c := range a.chunks {
+		a.spare = append(a.spare, c[:0])
+	}
+	clear(a.chunks)
+	a.chunks, a.head, a.n = a.chunks[:0], 0, 0
+}
 
 // unixNano converts a packet time; the zero time stays 0.
 func unixNano(t time.Time) int64 {
