@@ -519,5 +519,10 @@ func (d *Detector) Flush() []Finding {
 	if start > 0 { // else fresh was all of them, sorted above
 		slices.SortStableFunc(d.findings, compareFindings)
 	}
-	return slices.Clone(d.findings)
+	// The caller's from here on, not a copy (the findings of a long run are
+	// megabytes): clipped, so that the next finding appended copies the
+	// array first. Sorted, it is not changed by the sort of the next Flush
+	// when no finding came in between.
+	d.findings = slices.Clip(d.findings)
+	return d.findings
 }

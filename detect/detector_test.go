@@ -1,7 +1,9 @@
 package detect
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -592,28 +594,53 @@ func TestFlushOrderAndStats(t *testing.T) {
 
 // TestFedAfterFlush checks that a Flush, which empties the batch indexes
 // whole, leaves none of their entries behind: the same batches sent again
-// after it are new batches, matched only with each other.
+// after it are new batches, matched only with each other. And that the
+// findings a Flush returned are the caller's: the next Flush, sorting the
+// run's findings with the new ones (sent earlier here, so that they sort
+// first), leaves them alone, whether the new ones fit in the room left
+// after them or not.
 func TestFedAfterFlush(t *testing.T) {
-	d := New(Options{})
-	feed := func(corr int32) {
-		d.Produce(ex(conn1, corr, 0, 1, 7, 1, plain(1)))
-		d.Produce(ex(conn1, corr+1, 5, 6, 0, 2, plain(1)))
-		d.Produce(ex(conn1, corr+2, 10, 11, 0, 3, idem(1, 7)))
-		d.Produce(ex(conn1, corr+3, 15, 16, 0, 3, idem(1, 7)))
-	}
-	feed(10)
-	if got := d.Flush(); len(got) != 2 {
-		t.Fatalf("first round: %d findings, want 2", len(got))
-	}
-	feed(20)
-	got := d.Flush()
-	if len(got) != 4 {
-		t.Fatalf("second round: %d findings in all, want 4", len(got))
-	}
-	for _, f := range got {
-		if len(f.Attempts) != 2 || (f.Attempts[0].CorrelationID < 20) != (f.Attempts[1].CorrelationID < 20) {
-			t.Errorf("finding with attempts %+v: a batch of one round matched with one of the other", f.Attempts)
-		}
+	for _, again := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d sent again", again), func(t *testing.T) {
+			d := New(Options{})
+			pairs := []func(corr int32, at float64){
+				func(corr int32, at float64) {
+					d.Produce(ex(conn1, corr, at, at+1, 7, 1, plain(1)))
+					d.Produce(ex(conn1, corr+1, at+5, at+6, 0, 2, plain(1)))
+				},
+				func(corr int32, at float64) {
+					d.Produce(ex(conn1, corr, at+10, at+11, 0, 3, idem(1, 7)))
+					d.Produce(ex(conn1, corr+1, at+15, at+16, 0, 3, idem(1, 7)))
+				},
+				func(corr int32, at float64) {
+					d.Produce(ex(conn1, corr, at+20, at+21, 7, 4, plain(3)))
+					d.Produce(ex(conn1, corr+1, at+25, at+26, 0, 5, plain(3)))
+				},
+			}
+			for i, p := range pairs {
+				p(10+2*int32(i), 1000)
+			}
+			first := d.Flush()
+			if len(first) != 3 {
+				t.Fatalf("first round: %d findings, want 3", len(first))
+			}
+			kept := slices.Clone(first)
+			for i, p := range pairs[:again] {
+				p(20+2*int32(i), 0)
+			}
+			got := d.Flush()
+			if !reflect.DeepEqual(first, kept) {
+				t.Errorf("the second Flush changed the findings the first returned")
+			}
+			if len(got) != 3+again {
+				t.Fatalf("%d findings in all, want %d", len(got), 3+again)
+			}
+			for _, f := range got {
+				if len(f.Attempts) != 2 || (f.Attempts[0].CorrelationID < 20) != (f.Attempts[1].CorrelationID < 20) {
+					t.Errorf("finding with attempts %+v: a batch of one round matched with one of the other", f.Attempts)
+				}
+			}
+		})
 	}
 }
 
