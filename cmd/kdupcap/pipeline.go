@@ -247,7 +247,7 @@ func checkRecords(n int) error {
 }
 
 // maxBatchesUsage is the help text of --max-batches.
-const maxBatchesUsage = "the most batches remembered at once (about 600 bytes each); beyond it the batch touched least recently is decided early (counted as evicted) and a later re-send of it is not matched"
+const maxBatchesUsage = "the most batches remembered at once (about 400 bytes of memory each, indexes and queues included); beyond it the batch touched least recently is decided early (counted as evicted) and a later re-send of it is not matched"
 
 // memoryLimit is the Go runtime's soft memory limit the CLI sets unless
 // GOMEMLIMIT says otherwise, and gcPercent its GOGC unless GOGC does: the
