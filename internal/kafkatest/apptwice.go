@@ -34,18 +34,7 @@ func AppTwiceProduce(a AppTwice) ProduceFunc {
 		twice = []int{1}
 	}
 	return func(ctx context.Context, addr, topic string, values []string) error {
-		opts := []kgo.Opt{
-			kgo.SeedBrokers(addr),
-			kgo.DefaultProduceTopic(topic),
-			kgo.RecordPartitioner(kgo.ManualPartitioner()),
-			kgo.RequiredAcks(kgo.AllISRAcks()),
-			kgo.DisableIdempotentWrite(),
-			kgo.ProducerBatchCompression(kgo.NoCompression()),
-		}
-		if a.ClientID != "" {
-			opts = append(opts, kgo.ClientID(a.ClientID))
-		}
-		cl, err := kgo.NewClient(opts...)
+		cl, err := kgo.NewClient(baseOpts(addr, topic, a.ClientID, false)...)
 		if err != nil {
 			return fmt.Errorf("kafkatest: app-twice producer: %w", err)
 		}

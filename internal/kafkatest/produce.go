@@ -46,20 +46,8 @@ func Values(scenario string, n int) []string {
 // addr: acks=all, no compression, the partition chosen by Producer. It waits
 // for every record's result and returns the first error; ctx bounds the run.
 func Produce(ctx context.Context, addr, topic string, p Producer, values []string) error {
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(addr),
-		kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
-	}
-	if !p.Idempotent {
-		opts = append(opts, kgo.DisableIdempotentWrite())
-	}
-	if p.ClientID != "" {
-		opts = append(opts, kgo.ClientID(p.ClientID))
-	}
+	opts := append(baseOpts(addr, topic, p.ClientID, p.Idempotent),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))
 	if p.ProduceTimeout > 0 {
 		opts = append(opts, kgo.ProduceRequestTimeout(p.ProduceTimeout))
 	}
@@ -98,4 +86,25 @@ func Produce(ctx context.Context, addr, topic string, p Producer, values []strin
 		return fmt.Errorf("kafkatest: flush: %w", err)
 	}
 	return nil
+}
+
+// baseOpts are the options every kgo producer of the package starts from:
+// the broker at addr, records to topic at the partition each names, acks=all,
+// no compression, the client.id clientID (kgo's default when empty), and
+// idempotence only when asked for.
+func baseOpts(addr, topic, clientID string, idempotent bool) []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(addr),
+		kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+	}
+	if !idempotent {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	if clientID != "" {
+		opts = append(opts, kgo.ClientID(clientID))
+	}
+	return opts
 }
