@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -14,18 +13,6 @@ import (
 	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/internal/kafkatest"
 )
-
-// crossFinding is a finding as TestCrossConnection reads it: cliFinding,
-// its scope, and the connection each attempt used.
-type crossFinding struct {
-	cliFinding
-	Attempts []struct {
-		cliAttempt
-		ConnID uint64 `json:"conn_id"`
-		Client string `json:"client"`
-		Broker string `json:"broker"`
-	} `json:"attempts"`
-}
 
 // TestCrossConnection captures kgo re-sending a batch on a new connection:
 // after the broker appended it and closed the connection without answering
@@ -77,44 +64,23 @@ func TestCrossConnection(t *testing.T) {
 				t.Fatalf("harness: %d faults applied but the log holds no record twice: %+v", len(res.Events), res.Events)
 			}
 
-			out := cliAnalyzeCross(t, pcap)
+			out := cliAnalyzeOK(t, pcap).Findings
 			t.Logf("%d faults %+v, %d findings, log of %s: %s", len(res.Events), res.Events, len(out), s.Topic, describeLog(res.Log))
 			checkCrossFindings(t, res, out, tt.idempotent)
 
 			// --scope connection does not see the re-sends on a new
 			// connection; --scope client sees the same as the default.
-			if n := len(cliAnalyzeCross(t, "--scope", "connection", pcap)); n != 0 {
+			if n := len(cliAnalyzeOK(t, "--scope", "connection", pcap).Findings); n != 0 {
 				t.Errorf("--scope connection: %d findings, want none (every re-send went out on a new connection)", n)
 			}
-			if n := len(cliAnalyzeCross(t, "--scope", "client", pcap)); n != len(out) {
+			if n := len(cliAnalyzeOK(t, "--scope", "client", pcap).Findings); n != len(out) {
 				t.Errorf("--scope client: %d findings, the default %d", n, len(out))
 			}
 		})
 	}
 }
 
-// cliAnalyzeCross runs analyze --format json ARGS, which must succeed, and
-// returns the findings with their scope and each attempt's connection.
-func cliAnalyzeCross(t *testing.T, args ...string) []crossFinding {
-	t.Helper()
-	var stdout, stderr bytes.Buffer
-	if code := run(append([]string{"analyze", "--format", "json"}, args...), nil, &stdout, &stderr); code != exitOK {
-		t.Fatalf("kdupcap analyze %v exited %d: %s", args, code, stderr.String())
-	}
-	var out []crossFinding
-	for line := range bytes.Lines(stdout.Bytes()) {
-		var f crossFinding
-		if err := json.Unmarshal(line, &f); err != nil {
-			t.Fatalf("output line is not JSON: %v: %s", err, line)
-		}
-		if f.Type == "duplicate" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-func checkCrossFindings(t *testing.T, res *kafkatest.Result, findings []crossFinding, idempotent bool) {
+func checkCrossFindings(t *testing.T, res *kafkatest.Result, findings []cliFinding, idempotent bool) {
 	t.Helper()
 	broker := "127.0.0.1:" + strconv.Itoa(res.Port)
 	for i, f := range findings {
@@ -153,7 +119,7 @@ func checkCrossFindings(t *testing.T, res *kafkatest.Result, findings []crossFin
 		}
 		// The faulted batches are held twice, so "held twice" is not
 		// checked per record here but below, against the log's duplicates.
-		checkAppended(t, where, pl, f.cliFinding, func(kafkatest.Record) bool { return true })
+		checkAppended(t, where, pl, f, func(kafkatest.Record) bool { return true })
 		switch {
 		case idempotent && f.Verdict != "deduplicated" && f.Verdict != "unconfirmed":
 			t.Errorf("%s: idempotent producer, the log holds every record once: want deduplicated or unconfirmed", where)
@@ -174,7 +140,7 @@ func checkCrossFindings(t *testing.T, res *kafkatest.Result, findings []crossFin
 				crcs[fmt.Sprintf("0x%08x", b.CRC)] = true
 			}
 		}
-		if !slices.ContainsFunc(findings, func(f crossFinding) bool {
+		if !slices.ContainsFunc(findings, func(f cliFinding) bool {
 			return f.Partition == c.Partition && crcs[f.BatchCRC] && len(f.AppendedOffsets) > 0 &&
 				!slices.ContainsFunc(f.AppendedOffsets, func(o int64) bool { return !slices.Contains(bases, o) })
 		}) {
@@ -252,7 +218,7 @@ func TestRecordedCrossConnection(t *testing.T) {
 		crc    string
 		offset int64
 	}{{"0xf52dd7ef", 2}, {"0x093f198b", 4}}
-	got := cliAnalyzeCross(t, seedPath("kgo-v13-nonidempotent-closed-after-append.pcap"))
+	got := cliAnalyzeOK(t, seedPath("kgo-v13-nonidempotent-closed-after-append.pcap")).Findings
 	if len(got) != len(want) {
 		t.Fatalf("%d findings, the log shows %d batches held twice", len(got), len(want))
 	}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -15,57 +13,6 @@ import (
 	"github.com/kdupcap/kdupcap/internal/kafkatest"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// evFinding is what these tests read of a finding's JSON line.
-type evFinding struct {
-	Type            string  `json:"type"`
-	Topic           string  `json:"topic"`
-	Partition       int32   `json:"partition"`
-	ProducerID      int64   `json:"producer_id"`
-	ProducerEpoch   int16   `json:"producer_epoch"`
-	BatchCRC        string  `json:"batch_crc"`
-	Idempotent      bool    `json:"idempotent"`
-	Verdict         string  `json:"verdict"`
-	Reason          string  `json:"reason"`
-	AppendedOffsets []int64 `json:"appended_offsets"`
-	Evidence        string  `json:"evidence"`
-	FetchedOffsets  []int64 `json:"fetched_offsets"`
-	Transaction     *struct {
-		TransactionalID string  `json:"transactional_id"`
-		ProducerID      int64   `json:"producer_id"`
-		Epoch           int16   `json:"epoch"`
-		Outcome         string  `json:"outcome"`
-		Epochs          []int16 `json:"epochs"`
-	} `json:"transaction"`
-	Records []struct {
-		Value *string `json:"value"`
-	} `json:"records"`
-}
-
-// analyzeLines runs analyze --format json with args and returns the finding
-// lines, raw and parsed.
-func analyzeLines(t *testing.T, args ...string) ([]string, []evFinding) {
-	t.Helper()
-	var stdout, stderr bytes.Buffer
-	if code := run(append([]string{"analyze", "--format", "json"}, args...), nil, &stdout, &stderr); code != exitOK {
-		t.Fatalf("kdupcap analyze %v exited %d: %s", args, code, stderr.String())
-	}
-	var (
-		raw []string
-		out []evFinding
-	)
-	for line := range bytes.Lines(stdout.Bytes()) {
-		if !bytes.HasPrefix(line, []byte(`{"type":"duplicate"`)) {
-			continue
-		}
-		var f evFinding
-		if err := json.Unmarshal(line, &f); err != nil {
-			t.Fatalf("output line is not JSON: %v: %s", err, line)
-		}
-		raw, out = append(raw, string(line)), append(out, f)
-	}
-	return raw, out
-}
 
 // consumeAll reads topic from the start through a kgo consumer (a second
 // client, captured with the producer) until a poll brings nothing new after
@@ -158,10 +105,11 @@ func TestFetchEvidence(t *testing.T) {
 			if len(res.Log.Copies()) != records {
 				t.Fatalf("harness: log holds %d distinct values, want %d", len(res.Log.Copies()), records)
 			}
-			raw, findings := analyzeLines(t, "--port", fmt.Sprint(res.Port), pcap)
+			findings := cliAnalyzeOK(t, "--port", fmt.Sprint(res.Port), pcap).Findings
+			raw := rawLines(findings)
 			checkSameForWorkers(t, "--port", fmt.Sprint(res.Port), pcap)
 			if len(findings) != 1 {
-				t.Fatalf("%d findings, want 1 (one faulted request): %s", len(findings), strings.Join(raw, ""))
+				t.Fatalf("%d findings, want 1 (one faulted request): %s", len(findings), strings.Join(raw, "\n"))
 			}
 			f := findings[0]
 			want := logOffsets(res, f.Partition, f.BatchCRC)
@@ -254,10 +202,11 @@ func TestTransactions(t *testing.T) {
 		}
 	}
 
-	raw, findings := analyzeLines(t, "--port", fmt.Sprint(res.Port), "--records", "1", pcap)
+	findings := cliAnalyzeOK(t, "--port", fmt.Sprint(res.Port), "--records", "1", pcap).Findings
+	raw := rawLines(findings)
 	checkSameForWorkers(t, "--port", fmt.Sprint(res.Port), "--records", "1", pcap)
 	if len(findings) != 2 {
-		t.Fatalf("%d findings, want 2 (one re-sent batch per transaction): %s", len(findings), strings.Join(raw, ""))
+		t.Fatalf("%d findings, want 2 (one re-sent batch per transaction): %s", len(findings), strings.Join(raw, "\n"))
 	}
 	outcomes := map[string]bool{}
 	for _, f := range findings {
@@ -298,7 +247,7 @@ func TestWriteDupsCommitted(t *testing.T) {
 	for _, name := range []string{"kgo-v13-nonidempotent-closed-after-append.pcap", "kcat-nonidempotent-timeout.pcap"} {
 		t.Run(name, func(t *testing.T) {
 			pcap := filepath.Join("..", "..", "testdata", name)
-			raw, _ := analyzeLines(t, pcap)
+			raw := rawLines(cliAnalyzeOK(t, pcap).Findings)
 			if len(raw) == 0 {
 				t.Fatalf("no finding in %s", pcap)
 			}
@@ -323,9 +272,9 @@ func checkRoundTrip(t *testing.T, port int, pcap string, want []string) {
 	if strings.Contains(strings.Join(want, ""), `"records":[`) {
 		args = append(args, "--records", "1")
 	}
-	first, _ := analyzeLines(t, append(args, "--write-dups", dups, pcap)...)
-	got, _ := analyzeLines(t, append(args, dups)...)
-	norm := func(lines []string) string { return connIDs.ReplaceAllString(strings.Join(lines, ""), "conn") }
+	first := rawLines(cliAnalyzeOK(t, append(args, "--write-dups", dups, pcap)...).Findings)
+	got := rawLines(cliAnalyzeOK(t, append(args, dups)...).Findings)
+	norm := func(lines []string) string { return connIDs.ReplaceAllString(strings.Join(lines, "\n"), "conn") }
 	if norm(first) != norm(want) {
 		t.Fatalf("--write-dups changed the findings of the first pass")
 	}

@@ -166,8 +166,9 @@ func TestLive(t *testing.T) {
 		t.Fatalf("live exited %d: %s", code, stderr.String())
 	}
 
-	findings, _, summary, sawSummary := parseJSONLines(t, strings.NewReader(stdout.String()))
-	if !sawSummary {
+	out := parseJSONLines(t, strings.NewReader(stdout.String()))
+	findings, summary := out.Findings, out.Summary
+	if !out.SawSummary {
 		t.Fatalf("no summary after the stop: %s", stdout.String())
 	}
 	res := &kafkatest.Result{Log: log, Events: events, Port: broker.Port()}

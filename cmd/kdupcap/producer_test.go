@@ -17,39 +17,6 @@ import (
 	"github.com/kdupcap/kdupcap/internal/kafkatest"
 )
 
-// cliProducer is a "producer" JSON Lines object.
-type cliProducer struct {
-	Type             string           `json:"type"`
-	Client           string           `json:"client"`
-	ClientID         *string          `json:"client_id"`
-	ProducerID       int64            `json:"producer_id"`
-	Idempotent       bool             `json:"idempotent"`
-	TransactionalIDs []string         `json:"transactional_ids"`
-	SoftwareName     string           `json:"software_name"`
-	SoftwareVersion  string           `json:"software_version"`
-	Acks             []int16          `json:"acks"`
-	TimeoutsMillis   []int32          `json:"timeout_ms"`
-	MaxInFlight      int              `json:"max_in_flight"`
-	Codecs           []string         `json:"codecs"`
-	Requests         int64            `json:"requests"`
-	Sends            int64            `json:"sends"`
-	Batches          int64            `json:"batches"`
-	RecordsMean      float64          `json:"records_per_batch_mean"`
-	RecordsMax       int32            `json:"records_per_batch_max"`
-	Resent           int64            `json:"resent"`
-	Resends          int64            `json:"resends"`
-	ByVerdict        map[string]int64 `json:"by_verdict"`
-	Diagnosis        string           `json:"diagnosis"`
-	Latency          []struct {
-		Broker    string  `json:"broker"`
-		Answered  int64   `json:"answered"`
-		P50Millis float64 `json:"p50_ms"`
-		P99Millis float64 `json:"p99_ms"`
-		MaxMillis float64 `json:"max_ms"`
-		Succeeded int64   `json:"succeeded"`
-	} `json:"latency"`
-}
-
 // analyzeProducers runs `kdupcap analyze --format json pcap` and returns its
 // producer lines (the output as a whole is checked by cliAnalyze).
 func analyzeProducers(t *testing.T, pcap string) []cliProducer {
@@ -321,7 +288,7 @@ func TestProducersAddUp(t *testing.T) {
 			// Record-level re-sends count as re-sent batches too; an
 			// application's duplicates do not.
 			found := int64(len(res.Findings))
-			for _, f := range analyzeRecordLevel(t, file, false).records {
+			for _, f := range analyzeRecordLevel(t, file, false).RecordFindings {
 				if f.Type == "record_resend" {
 					found++
 					attempts += int64(len(f.Attempts) - 1)

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -16,60 +12,11 @@ import (
 	"github.com/kdupcap/kdupcap/internal/kafkatest"
 )
 
-// recFinding is a record-level JSON Lines object: "record_resend" (records
-// sent again after an attempt that failed or went unanswered) or
-// "record_duplicate" (records sent twice, every attempt answered with
-// success).
-type recFinding struct {
-	Type           string       `json:"type"`
-	Scope          string       `json:"scope"`
-	Broker         string       `json:"broker"`
-	Topic          string       `json:"topic"`
-	Partition      int32        `json:"partition"`
-	ProducerID     int64        `json:"producer_id"`
-	Idempotent     bool         `json:"idempotent"`
-	BatchRelation  string       `json:"batch_relation"`
-	Verdict        string       `json:"verdict"`
-	Reason         string       `json:"reason"`
-	RecordCount    int          `json:"record_count"`
-	RecordsOmitted int          `json:"records_omitted"`
-	Attempts       []recAttempt `json:"attempts"`
-	Records        []recRecord  `json:"records"`
-}
-
-type recAttempt struct {
-	cliAttempt
-	ConnID uint64 `json:"conn_id"`
-	Batch  *struct {
-		CRC         string `json:"crc"`
-		RecordCount int    `json:"record_count"`
-	} `json:"batch"`
-}
-
-type recRecord struct {
-	Key         *string `json:"key"`
-	KeyBase64   string  `json:"key_base64"`
-	KeyLen      int     `json:"key_len"`
-	Value       *string `json:"value"`
-	ValueBase64 string  `json:"value_base64"`
-	ValueLen    int     `json:"value_len"`
-	Headers     []struct {
-		Key         string  `json:"key"`
-		Value       *string `json:"value"`
-		ValueBase64 string  `json:"value_base64"`
-	} `json:"headers"`
-	Copies []struct {
-		Attempt     int    `json:"attempt"`
-		OffsetDelta int32  `json:"offset_delta"`
-		Offset      *int64 `json:"offset"`
-	} `json:"copies"`
-}
-
 // identity is the record's key, value and headers as kafkatest.Record's
 // Identity encodes them, so that it compares with the log's; ok is false when
 // a byte string is shown in base64 (never, for the values these tests
 // produce).
-func (r recRecord) identity() (string, bool) {
+func (r cliRecord) identity() (string, bool) {
 	if r.KeyBase64 != "" || r.ValueBase64 != "" || r.Value == nil {
 		return "", false
 	}
@@ -91,7 +38,7 @@ func (r recRecord) identity() (string, bool) {
 }
 
 // offsets are the log offsets the finding gives the record's copies.
-func (r recRecord) offsets() []int64 {
+func (r cliRecord) offsets() []int64 {
 	var out []int64
 	for _, c := range r.Copies {
 		if c.Offset != nil {
@@ -102,74 +49,16 @@ func (r recRecord) offsets() []int64 {
 	return out
 }
 
-// recAnalysis is one analyze run, its lines sorted by type.
-type recAnalysis struct {
-	batch   []cliFinding // "duplicate"
-	records []recFinding // "record_resend" and "record_duplicate"
-	summary cliSummary
-}
-
 // analyzeRecordLevel runs `kdupcap analyze --format json --records 100 pcap`
 // (with --app-duplicates for an application's duplicates, which default
-// runs do not look for), which must succeed, and parses every line: batch
-// findings, record-level findings, one summary last.
-func analyzeRecordLevel(t *testing.T, pcap string, appDuplicates bool) recAnalysis {
+// runs do not look for), which must succeed.
+func analyzeRecordLevel(t *testing.T, pcap string, appDuplicates bool) cliResult {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	args := []string{"analyze", "--format", "json", "--records", "100", pcap}
+	args := []string{"--records", "100", pcap}
 	if appDuplicates {
 		args = append(args, "--app-duplicates")
 	}
-	if code := run(args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
-		t.Fatalf("kdupcap analyze exited %d: %s", code, stderr.String())
-	}
-	a, sawSummary := parseRecordLines(t, &stdout)
-	if !sawSummary {
-		t.Fatalf("no summary line (stderr %s)", stderr.String())
-	}
-	return a
-}
-
-// parseRecordLines reads JSON Lines output with record-level findings:
-// findings of any type, then one summary, last. Anything else fails the
-// test.
-func parseRecordLines(t *testing.T, r io.Reader) (a recAnalysis, sawSummary bool) {
-	t.Helper()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		var head struct {
-			Type string `json:"type"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &head); err != nil {
-			t.Fatalf("output line is not JSON: %v: %s", err, sc.Text())
-		}
-		if sawSummary {
-			t.Fatalf("line after the summary: %s", sc.Text())
-		}
-		var err error
-		switch head.Type {
-		case "duplicate":
-			var f cliFinding
-			err = json.Unmarshal(sc.Bytes(), &f)
-			a.batch = append(a.batch, f)
-		case "record_resend", "record_duplicate":
-			var f recFinding
-			err = json.Unmarshal(sc.Bytes(), &f)
-			a.records = append(a.records, f)
-		case "producer":
-			// Producer profiles: TestProducerSettings checks them.
-		case "summary":
-			err = json.Unmarshal(sc.Bytes(), &a.summary)
-			sawSummary = true
-		default:
-			t.Fatalf("line of unknown type %q: %s", head.Type, sc.Text())
-		}
-		if err != nil {
-			t.Fatalf("%s line: %v: %s", head.Type, err, sc.Text())
-		}
-	}
-	return a, sawSummary
+	return cliAnalyzeOK(t, args...)
 }
 
 // TestRecordLevel captures real producers that re-send records in other
@@ -237,7 +126,7 @@ func TestRecordLevel(t *testing.T) {
 			checkRecordHarness(t, res, tt.appTwice)
 			a := analyzeRecordLevel(t, pcap, tt.appTwice)
 			checkSameForWorkers(t, "--records", "100", "--app-duplicates", pcap)
-			t.Logf("%d batch findings, %d record-level findings", len(a.batch), len(a.records))
+			t.Logf("%d batch findings, %d record-level findings", len(a.Findings), len(a.RecordFindings))
 			checkRecordFindings(t, res, a, tt.sameBytes, tt.appTwice)
 		})
 	}
@@ -333,7 +222,7 @@ func (ix logIndex) relation(partition int32, rs []kafkatest.Record) string {
 //     event's, its answer REQUEST_TIMED_OUT);
 //   - re-sends are never record_duplicate, an application's duplicates never
 //     record_resend.
-func checkRecordFindings(t *testing.T, res *kafkatest.Result, a recAnalysis, sameBytes, appTwice bool) {
+func checkRecordFindings(t *testing.T, res *kafkatest.Result, a cliResult, sameBytes, appTwice bool) {
 	t.Helper()
 	ix := indexLog(res.Log)
 	broker := "127.0.0.1:" + strconv.Itoa(res.Port)
@@ -344,7 +233,7 @@ func checkRecordFindings(t *testing.T, res *kafkatest.Result, a recAnalysis, sam
 
 	// Batch findings: every appended offset is a log batch of the same CRC;
 	// a duplicated one names only batches whose records the log holds twice.
-	for i, f := range a.batch {
+	for i, f := range a.Findings {
 		where := fmt.Sprintf("batch finding %d (%s/%d crc %s, verdict %s, offsets %v)", i, f.Topic, f.Partition, f.BatchCRC, f.Verdict, f.AppendedOffsets)
 		if f.Topic != res.Log.Topic {
 			t.Errorf("%s: topic %q, want %q", where, f.Topic, res.Log.Topic)
@@ -363,7 +252,7 @@ func checkRecordFindings(t *testing.T, res *kafkatest.Result, a recAnalysis, sam
 
 	// Record-level findings: every offset given holds the record; a
 	// duplicated one lists only records the log holds more than once.
-	for i, f := range a.records {
+	for i, f := range a.RecordFindings {
 		where := fmt.Sprintf("%s finding %d (%s/%d, %s, verdict %s)", f.Type, i, f.Topic, f.Partition, f.BatchRelation, f.Verdict)
 		if f.Topic != res.Log.Topic {
 			t.Errorf("%s: topic %q, want %q", where, f.Topic, res.Log.Topic)
@@ -424,7 +313,7 @@ func checkRecordFindings(t *testing.T, res *kafkatest.Result, a recAnalysis, sam
 			id, want := c.Records[0].Identity(), offsetsOf(c.Records)
 			what := fmt.Sprintf("the log holds %q %d times in %s/%d (offsets %v)", c.Value, len(c.Records), res.Log.Topic, p.Partition, want)
 			if sameBytes {
-				if !slices.ContainsFunc(a.batch, func(f cliFinding) bool {
+				if !slices.ContainsFunc(a.Findings, func(f cliFinding) bool {
 					return f.Partition == p.Partition && f.Verdict == "duplicated" &&
 						!slices.ContainsFunc(c.Records, func(r kafkatest.Record) bool { return !slices.Contains(f.AppendedOffsets, r.BatchBaseOffset) })
 				}) {
@@ -436,20 +325,20 @@ func checkRecordFindings(t *testing.T, res *kafkatest.Result, a recAnalysis, sam
 			if appTwice {
 				typ = "record_duplicate"
 			}
-			var found *recFinding
-			var rec recRecord
-			for i, f := range a.records {
+			var found *cliFinding
+			var rec cliRecord
+			for i, f := range a.RecordFindings {
 				if f.Type != typ || f.Partition != p.Partition {
 					continue
 				}
 				for _, r := range f.Records {
 					if rid, _ := r.identity(); rid == id && slices.Equal(r.offsets(), want) {
-						found, rec = &a.records[i], r
+						found, rec = &a.RecordFindings[i], r
 					}
 				}
 			}
 			if found == nil {
-				t.Errorf("%s: no %s finding whose record has copies at those offsets (record findings: %d)", what, typ, len(a.records))
+				t.Errorf("%s: no %s finding whose record has copies at those offsets (record findings: %d)", what, typ, len(a.RecordFindings))
 				continue
 			}
 			where := fmt.Sprintf("%s: %s finding", what, typ)
@@ -475,7 +364,7 @@ func checkRecordFindings(t *testing.T, res *kafkatest.Result, a recAnalysis, sam
 					}
 				}
 			}
-			if found.RecordCount < len(found.Records) {
+			if int(found.RecordCount) < len(found.Records) {
 				t.Errorf("%s: record_count %d below the %d records listed", where, found.RecordCount, len(found.Records))
 			}
 		}
