@@ -86,9 +86,12 @@
 // client IP, client.id and producer ID: the settings the requests show
 // (acks, timeout, idempotence, transactional.id, most requests in flight,
 // codecs, records per batch, client software from ApiVersions), the produce
-// latency per broker in fixed-size log histograms (Sketch), and, from the
-// run's findings, its re-sends by cause and a plain-language Diagnose. Its
-// memory is bounded by ProfilerOptions.MaxProducers profiles of fixed size.
+// latency per broker in fixed-size log histograms (Sketch), and, from every
+// report of the run's findings (Profiler.Finding, the latest report of a
+// revised finding replacing the earlier ones), its re-sends by cause and a
+// plain-language Diagnose. Its memory is bounded by
+// ProfilerOptions.MaxProducers profiles of fixed size and MaxPending
+// findings still revisable.
 //
 // # Bad input
 //

@@ -2,6 +2,8 @@ package detect
 
 import (
 	"cmp"
+	"hash/maphash"
+	"math"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -14,6 +16,15 @@ import (
 // DefaultMaxProducers bounds the producers a Profiler profiles when
 // ProfilerOptions.MaxProducers is 0.
 const DefaultMaxProducers = 4096
+
+// DefaultMaxPending bounds the findings a Profiler keeps revisable when
+// ProfilerOptions.MaxPending is 0: about 300 bytes each (measured by
+// BenchmarkProfilerFinding), 20 MB at most. A quarter of DefaultMaxBatches:
+// a live run with more findings reported within Window plus Settle (100 a
+// second over the default 10 minutes) is in a storm of re-sends, and the
+// oldest reported are tallied early; only a later report of one of those
+// would then count it twice.
+const DefaultMaxPending = DefaultMaxBatches / 4
 
 // Bounds on what one producer profile lists: a producer uses one value of
 // each setting, so more are a sign of junk and are not kept.
@@ -125,6 +136,19 @@ type ProfilerOptions struct {
 	// further producer are only counted (Profiler.Omitted). 0 means
 	// DefaultMaxProducers.
 	MaxProducers int
+	// Revisable is how long after its last attempt (or answer) a finding
+	// handed to Finding may still be reported again: a live Detector's
+	// Window plus its Settle. Until then the finding's share of its
+	// producer's tally is replaced by a later report of it; after that it
+	// is tallied for good. 0: findings are never reported again (a
+	// Detector without Live), each is tallied for good at once.
+	Revisable time.Duration
+	// MaxPending bounds the findings kept revisable; beyond it those
+	// reported longest ago are tallied for good early (a Detector reports
+	// again only a batch it still remembers, no more than its MaxBatches,
+	// and evicts the batch touched least recently). 0 means
+	// DefaultMaxPending.
+	MaxPending int
 }
 
 // producerKey identifies a producer.
@@ -147,17 +171,32 @@ type producerState struct {
 	// when the producer went on sending after the last of them.
 	lastRequest, lastError time.Time
 	all, ok                Sketch // latency over every broker
+	// tally is what the findings tallied for good say of its re-sends.
+	tally tally
 }
 
 // Profiler builds a Producer profile per producer from the exchanges it is
-// handed (Produce, which satisfies decode.Sink) and the findings of the same
-// run (Producers). Its memory is bounded by MaxProducers profiles of fixed
-// size each, whatever the length of the capture. It is not safe for
-// concurrent use.
+// handed (Produce, which satisfies decode.Sink) and every report of the
+// findings of the same run (Finding), as they come: a live run's findings
+// are reported, and revised, while it goes on, and are not kept. Its memory
+// is bounded by MaxProducers profiles of fixed size each and MaxPending
+// findings still revisable, whatever the length of the capture. It is not
+// safe for concurrent use.
 type Profiler struct {
 	max     int
 	m       map[producerKey]*producerState
 	omitted int64
+
+	// Findings still revisable (producertally.go), by the hash of their
+	// findingKey, and the order they were reported in.
+	revisable  int64 // ns; 0: none is
+	maxPending int
+	pending    map[uint64]pendingFinding
+	queue      []reportRef
+	head       int // of queue
+	seq        uint32
+	seed       maphash.Seed
+	newest     int64 // newest packet time seen, Unix ns
 }
 
 // NewProfiler returns an empty Profiler.
@@ -165,7 +204,12 @@ func NewProfiler(opts ProfilerOptions) *Profiler {
 	if opts.MaxProducers <= 0 {
 		opts.MaxProducers = DefaultMaxProducers
 	}
-	return &Profiler{max: opts.MaxProducers, m: make(map[producerKey]*producerState)}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = DefaultMaxPending
+	}
+	return &Profiler{max: opts.MaxProducers, m: make(map[producerKey]*producerState),
+		revisable: int64(max(opts.Revisable, 0)), maxPending: opts.MaxPending,
+		pending: make(map[uint64]pendingFinding), seed: maphash.MakeSeed(), newest: math.MinInt64}
 }
 
 // Omitted counts the exchanges of producers beyond MaxProducers.
@@ -182,6 +226,10 @@ func keyOf(ip netip.Addr, clientID *string, producerID int64) producerKey {
 
 // Produce counts one exchange. It reads x only during the call.
 func (pr *Profiler) Produce(x *decode.Exchange) {
+	pr.seen(x.RequestTime)
+	if x.Responded {
+		pr.seen(x.ResponseTime)
+	}
 	var ip netip.Addr
 	if x.Conn != nil {
 		ip = x.Conn.Client.Addr()
@@ -281,60 +329,32 @@ func addDistinct[T cmp.Ordered](s []T, v T) []T {
 }
 
 // Producers returns a profile per producer, in the order first seen, with
-// what findings (all the findings of the same run) say of its re-sends and
-// its Diagnosis. A finding belongs to the producer of its first attempt.
-func (pr *Profiler) Producers(findings []Finding) []Producer {
-	// What the findings say, per producer.
-	type resends struct {
-		resent, resends int64
-		byVerdict       map[Verdict]int64
-		mostCopies      int
-		causes          []CauseCount
-		retried         map[string]int64 // errored attempts sent again, by error
-	}
-	acc := map[producerKey]*resends{}
-	for i := range findings {
-		f := &findings[i]
-		if f.Kind == KindRecordDuplicate {
-			continue // the application's doing, not a re-send
+// what the findings handed to Finding say of its re-sends (the latest
+// report of each) and its Diagnosis. It changes nothing: a second call
+// returns the same.
+func (pr *Profiler) Producers() []Producer {
+	// The tallies for good, with the findings still revisable added.
+	merged := make(map[*producerState]*tally)
+	for _, c := range pr.pending {
+		t := merged[c.prod]
+		if t == nil {
+			t = c.prod.tally.clone()
+			merged[c.prod] = t
 		}
-		k := keyOf(f.Client.Addr(), f.ClientID, f.ProducerID)
-		if pr.m[k] == nil {
-			continue
-		}
-		r := acc[k]
-		if r == nil {
-			r = &resends{byVerdict: map[Verdict]int64{}, retried: map[string]int64{}}
-			acc[k] = r
-		}
-		r.resent++
-		r.resends += int64(max(len(f.Attempts)-1, 0) + f.AttemptsOmitted)
-		r.byVerdict[f.Verdict]++
-		if f.Verdict == Duplicated {
-			r.mostCopies = max(r.mostCopies, len(f.AppendedOffsets))
-		}
-		for j := range f.Attempts {
-			a := &f.Attempts[j]
-			if j+1 < len(f.Attempts) && a.Response != nil && a.Response.ErrorCode != 0 {
-				r.retried[a.Response.Error]++
-			}
-			if j > 0 {
-				r.causes = addCause(r.causes, a)
-			}
-		}
+		t.add(&c)
 	}
 	out := make([]Producer, 0, len(pr.m))
-	for k, s := range pr.m {
+	for _, s := range pr.m {
 		p := s.p
 		p.TransactionalIDs = slices.Clone(p.TransactionalIDs)
 		p.Acks = slices.Clone(p.Acks)
 		p.TimeoutsMillis = slices.Clone(p.TimeoutsMillis)
 		p.ByVerdict = map[Verdict]int64{}
-		r := acc[k]
+		r := merged[s]
 		if r == nil {
-			r = &resends{}
+			r = &s.tally
 		}
-		p.Resent, p.Resends, p.MostCopies, p.Causes = r.resent, r.resends, r.mostCopies, r.causes
+		p.Resent, p.Resends, p.MostCopies, p.Causes = r.resent, r.resends, r.mostCopies, slices.Clone(r.causes)
 		for v, n := range r.byVerdict {
 			p.ByVerdict[v] = n
 		}
@@ -392,16 +412,21 @@ func latencyOf(broker netip.AddrPort, all, ok *Sketch) BrokerLatency {
 
 // addCause counts the re-send a in causes.
 func addCause(causes []CauseCount, a *Attempt) []CauseCount {
+	return mergeCause(causes, CauseCount{Cause: a.Cause, Error: a.CauseError, Count: 1, MinGapMillis: a.GapMillis, MaxGapMillis: a.GapMillis})
+}
+
+// mergeCause adds the count of c to causes, under its cause and error.
+func mergeCause(causes []CauseCount, c CauseCount) []CauseCount {
 	for i := range causes {
-		c := &causes[i]
-		if c.Cause == a.Cause && c.Error == a.CauseError {
-			c.Count++
-			c.MinGapMillis = min(c.MinGapMillis, a.GapMillis)
-			c.MaxGapMillis = max(c.MaxGapMillis, a.GapMillis)
+		e := &causes[i]
+		if e.Cause == c.Cause && e.Error == c.Error {
+			e.Count += c.Count
+			e.MinGapMillis = min(e.MinGapMillis, c.MinGapMillis)
+			e.MaxGapMillis = max(e.MaxGapMillis, c.MaxGapMillis)
 			return causes
 		}
 	}
-	return append(causes, CauseCount{Cause: a.Cause, Error: a.CauseError, Count: 1, MinGapMillis: a.GapMillis, MaxGapMillis: a.GapMillis})
+	return append(causes, c)
 }
 
 // CodecName names a record batch compression codec (attributes bits 0-2).

@@ -17,7 +17,11 @@ func profile(opts ProfilerOptions, xs ...*decode.Exchange) ([]Producer, *Profile
 		prof.Produce(x)
 		det.Produce(x)
 	}
-	return prof.Producers(det.Flush()), prof
+	fs := det.Flush()
+	for i := range fs {
+		prof.Finding(&fs[i])
+	}
+	return prof.Producers(), prof
 }
 
 func near(got, want float64) bool { return math.Abs(got-want) <= 0.045*want }
@@ -102,7 +106,10 @@ func TestProfiler(t *testing.T) {
 			det.Produce(x)
 		}
 		fs := det.Flush()
-		a, b := prof.Producers(fs), prof.Producers(fs)
+		for i := range fs {
+			prof.Finding(&fs[i])
+		}
+		a, b := prof.Producers(), prof.Producers()
 		if a[0].Resends != b[0].Resends || a[0].Diagnosis != b[0].Diagnosis || len(a[0].Causes) != len(b[0].Causes) {
 			t.Errorf("a second call differs: %+v\n%+v", a[0], b[0])
 		}

@@ -25,7 +25,8 @@ import (
 // When the attempts span connections (scope client), each C is followed by
 // @N, the connection it was sent on, and "connections N CLIENT -> BROKER,
 // ..." comes before the offsets. Names from the wire are quoted when they
-// are not printable, as in the table.
+// are not printable, as in the table. Producers, called after the last
+// finding, writes the table's "Producers" section.
 func NewLines(w io.Writer) Writer {
 	return &linesWriter{w: w}
 }
@@ -34,6 +35,9 @@ type linesWriter struct {
 	w   io.Writer
 	n   int // findings written
 	buf bytes.Buffer
+	// producers writes the producer profiles as the table does (made at
+	// the first Producers call).
+	producers *tableWriter
 }
 
 func (l *linesWriter) Finding(f detect.Finding) error {
@@ -81,6 +85,16 @@ func (l *linesWriter) Finding(f detect.Finding) error {
 		return fmt.Errorf("report: writing finding %d: %w", l.n, err)
 	}
 	return nil
+}
+
+// Producers writes the "Producers" section of the table format: a live
+// run's producers are printed once, at its end, before the summary.
+func (l *linesWriter) Producers(ps []detect.Producer) error {
+	if l.producers == nil {
+		l.producers = NewTable(l.w).(*tableWriter)
+	}
+	l.producers.n = l.n
+	return l.producers.Producers(ps)
 }
 
 func (l *linesWriter) Summary(s Summary) error {

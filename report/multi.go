@@ -30,3 +30,19 @@ func (m multiWriter) Summary(s Summary) error {
 	}
 	return first
 }
+
+// Producers hands the producer profiles to each of the writers that write
+// them (ProducerWriter), in turn.
+func (m multiWriter) Producers(ps []detect.Producer) error {
+	var first error
+	for _, w := range m {
+		pw, ok := w.(ProducerWriter)
+		if !ok {
+			continue
+		}
+		if err := pw.Producers(ps); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -10,9 +10,10 @@ import (
 )
 
 // ProducerWriter is a Writer that also writes producer profiles: the
-// settings read off the wire, latency per broker and a diagnosis. The table
-// and JSON writers implement it; call Producers after the findings and
-// before the summary.
+// settings read off the wire, latency per broker and a diagnosis. The table,
+// JSON and lines writers implement it, and Multi hands the profiles to those
+// of its writers that do; call Producers after the findings and before the
+// summary.
 type ProducerWriter interface {
 	Producers(ps []detect.Producer) error
 }

@@ -45,3 +45,48 @@ func TestProducerLines(t *testing.T) {
 		t.Errorf("table:\n%s", buf.String())
 	}
 }
+
+// TestProducersLinesAndMulti: the lines writer prints the table's
+// "Producers" section between the finding lines and the summary, and Multi
+// hands the profiles to every writer that writes them, skipping the others.
+func TestProducersLinesAndMulti(t *testing.T) {
+	ps := []detect.Producer{{ProducerID: -1, Acks: []int16{-1}, Diagnosis: "re-sent twice"}}
+	var lines, table, js bytes.Buffer
+	lw := NewLines(&lines)
+	if err := lw.Finding(detect.Finding{Verdict: detect.Duplicated, ProducerID: -1}); err != nil {
+		t.Fatal(err)
+	}
+	tw := NewTable(&table)
+	if err := tw.Finding(detect.Finding{Verdict: detect.Duplicated, ProducerID: -1}); err != nil {
+		t.Fatal(err)
+	}
+	m := Multi(lw, NewJSON(&js), counterOnly{})
+	pw, ok := m.(ProducerWriter)
+	if !ok {
+		t.Fatal("Multi does not write producers")
+	}
+	if err := pw.Producers(ps); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Summary(Summary{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.(ProducerWriter).Producers(ps); err != nil {
+		t.Fatal(err)
+	}
+	out := lines.String()
+	section := table.String()[strings.Index(table.String(), "\nProducers\n"):]
+	iLine, iProd, iSum := strings.Index(out, "DUPLICATED"), strings.Index(out, section), strings.Index(out, "Summary\n")
+	if iLine < 0 || iProd < 0 || iSum < 0 || !(iLine < iProd && iProd < iSum) {
+		t.Errorf("lines output lacks the table's Producers section between finding and summary:\n%s\nsection:\n%s", out, section)
+	}
+	if strings.Count(js.String(), `"type":"producer"`) != 1 {
+		t.Errorf("json got %q", js.String())
+	}
+}
+
+// counterOnly is a Writer that does not write producers.
+type counterOnly struct{}
+
+func (counterOnly) Finding(detect.Finding) error { return nil }
+func (counterOnly) Summary(Summary) error        { return nil }

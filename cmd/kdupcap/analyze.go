@@ -214,7 +214,10 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitFailure
 		}
 	}
-	if err := writeProducers(out, prof, findings); err != nil {
+	for i := range findings {
+		prof.Finding(&findings[i])
+	}
+	if err := writeProducers(out, prof); err != nil {
 		fmt.Fprintf(stderr, "kdupcap: writing output: %v\n", err)
 		return exitFailure
 	}

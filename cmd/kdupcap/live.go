@@ -70,7 +70,8 @@ func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*li
 		fmt.Fprint(fs.Output(), "Usage: kdupcap live -i INTERFACE [flags]\n\n"+
 			"Sniffs Kafka traffic on a live interface (Linux AF_PACKET; needs root or\n"+
 			"CAP_NET_RAW) and reports re-sent produce batches as soon as they are decided.\n"+
-			"SIGINT or SIGTERM flushes what is pending, prints the summary and exits 0.\n\nFlags:\n")
+			"SIGINT or SIGTERM flushes what is pending, prints a profile per producer\n"+
+			"(settings, latency per broker, re-sends, diagnosis) and the summary, and exits 0.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&cfg.iface, "i", "", "interface to capture on, or \"any\" for all of them (required)")
@@ -185,6 +186,9 @@ type liveRun struct {
 	emitter  *report.Kafka
 	evidence *capture.Evidence
 	server   *http.Server // of the metrics, closed by closeSinks
+	// prof profiles the producers from every exchange and every report of
+	// a finding, printed after the last finding (producers.go).
+	prof *detect.Profiler
 
 	findings   int // first reports, for --count
 	writeErr   error
@@ -204,7 +208,7 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kdupcap live: %v\n", err)
 		return exitUsage
 	}
-	r := &liveRun{cfg: cfg, stdout: stdout, stderr: stderr}
+	r := &liveRun{cfg: cfg, stdout: stdout, stderr: stderr, prof: liveProfiler(cfg)}
 
 	r.src, err = live.Open(live.Options{
 		Interface: cfg.iface,
@@ -256,8 +260,12 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	r.p.finish()
 	r.writeEvidence()
 	r.updateMetrics()
+	if err := writeProducers(r.out, r.prof); err != nil && r.writeErr == nil {
+		r.writeErr = err
+	}
 	sum := r.p.summary([]string{"live:" + cfg.iface}, nil)
 	sum.Drops = int64(r.src.Stats().Drops)
+	sum.ProducerExchangesOmitted = r.prof.Omitted()
 	if err := r.out.Summary(sum); err != nil && r.writeErr == nil {
 		r.writeErr = err
 	}
@@ -428,6 +436,7 @@ func (r *liveRun) finding(f detect.Finding) {
 	if f.Revision == 0 {
 		r.findings++
 	}
+	r.prof.Finding(&f)
 	if err := r.out.Finding(f); err != nil && r.writeErr == nil {
 		r.writeErr = err
 		fmt.Fprintf(r.stderr, "kdupcap: writing a finding: %v\n", err)
@@ -521,8 +530,10 @@ func safeName(s string) string {
 	}, s)
 }
 
-// observe feeds produce latency to the metrics.
+// observe feeds every produce exchange to the producer profiles, and
+// produce latency to the metrics.
 func (r *liveRun) observe(x *decode.Exchange) {
+	r.prof.Produce(x)
 	if r.metrics == nil || !x.Responded || len(x.Batches) == 0 {
 		return
 	}

@@ -1,0 +1,233 @@
+package detect
+
+import (
+	"hash/maphash"
+	"maps"
+	"math"
+	"slices"
+	"time"
+)
+
+// What the findings say of a producer's re-sends, tallied as they are
+// reported (Profiler.Finding). A live Detector reports a finding again, with
+// Revision one more, when another attempt of its batch comes while the batch
+// is remembered; the new report replaces the earlier ones. So each finding
+// still revisable keeps its own share (pendingFinding), replaced whole by
+// its next report, and is added to its producer's tally for good once no
+// report can follow: its batch is forgotten Window after its last attempt,
+// and a report waits at most Settle. Shares are kept, not subtracted from
+// the tally, because the most copies and the gap bounds of a cause are
+// maxima and minima, which cannot be taken back.
+
+// tally is what findings say of one producer's re-sends.
+type tally struct {
+	resent, resends int64
+	byVerdict       map[Verdict]int64
+	mostCopies      int
+	causes          []CauseCount
+	retried         map[string]int64 // errored attempts sent again, by error
+}
+
+// findingKey names a finding across its reports: its first attempt (which
+// a later attempt cannot precede: attempts come in the order sent) and its
+// topic and partition (one request carries many). The topic is its ID when
+// the request named it so (the name may be learned between two reports),
+// else its name. Record-level findings are keyed apart from batch ones.
+// The pending findings are indexed by its hash (maphash, 64 bits: a
+// collision among 2^18 pending keys has a chance of about 2^-29).
+type findingKey struct {
+	conn      uint64
+	time      int64
+	topicID   [16]byte
+	topic     string
+	corr      int32
+	partition int32
+	records   bool
+}
+
+// pendingFinding is the share of one revisable finding in its producer's
+// tally, from its latest report.
+type pendingFinding struct {
+	prod    *producerState
+	last    int64 // newest attempt or answer, Unix ns
+	resends int32
+	copies  int32  // when duplicated
+	seq     uint32 // of its entry in Profiler.queue
+	verdict verdictCode
+	causes  []CauseCount
+	retried []ErrorCount
+}
+
+// reportRef is a report in Profiler.queue, stale once the finding is reported
+// again (another seq) or gone.
+type reportRef struct {
+	key uint64
+	seq uint32
+}
+
+// Finding counts one report of a finding of the same run as the exchanges
+// (OnFinding, or each finding Flush returns). A report of a finding reported
+// before replaces the earlier one, as long as that one is revisable
+// (ProfilerOptions.Revisable). It reads f only during the call.
+func (pr *Profiler) Finding(f *Finding) {
+	c, ok := pr.share(f)
+	pr.newest = max(pr.newest, c.last)
+	if pr.revisable == 0 || len(f.Attempts) == 0 {
+		if ok {
+			c.prod.tally.add(&c)
+		}
+		return
+	}
+	k := maphash.Comparable(pr.seed, keyOfFinding(f))
+	if !ok {
+		// Not (or no longer) a re-send of a profiled producer: an earlier
+		// report's share goes (its queue entry is then stale).
+		delete(pr.pending, k)
+		return
+	}
+	pr.seq++
+	c.seq = pr.seq
+	pr.pending[k] = c
+	pr.queue = append(pr.queue, reportRef{key: k, seq: c.seq})
+	pr.settle()
+}
+
+// Pending counts the findings kept revisable.
+func (pr *Profiler) Pending() int { return len(pr.pending) }
+
+// seen moves the newest packet time on to t.
+func (pr *Profiler) seen(t time.Time) {
+	if !t.IsZero() {
+		pr.newest = max(pr.newest, t.UnixNano())
+	}
+}
+
+// share is f's share in its producer's tally; false when f is not a re-send
+// (the application produced its records twice) or its producer is not
+// profiled. Its last time is set either way.
+func (pr *Profiler) share(f *Finding) (pendingFinding, bool) {
+	c := pendingFinding{last: math.MinInt64}
+	for i := range f.Attempts {
+		a := &f.Attempts[i]
+		c.last = max(c.last, a.Time.UnixNano())
+		if a.Response != nil {
+			c.last = max(c.last, a.Response.Time.UnixNano())
+		}
+	}
+	if f.Kind == KindRecordDuplicate {
+		return c, false // the application's doing, not a re-send
+	}
+	c.prod = pr.m[keyOf(f.Client.Addr(), f.ClientID, f.ProducerID)]
+	if c.prod == nil {
+		return c, false
+	}
+	c.resends = int32(min(max(len(f.Attempts)-1, 0)+f.AttemptsOmitted, math.MaxInt32))
+	c.verdict = codeOf(f.Verdict)
+	if f.Verdict == Duplicated {
+		c.copies = int32(min(len(f.AppendedOffsets), math.MaxInt32))
+	}
+	for j := range f.Attempts {
+		a := &f.Attempts[j]
+		if j+1 < len(f.Attempts) && a.Response != nil && a.Response.ErrorCode != 0 {
+			c.retried = addErrorCount(c.retried, a.Response.Error, 1)
+		}
+		if j > 0 {
+			c.causes = addCause(c.causes, a)
+		}
+	}
+	return c, true
+}
+
+// keyOfFinding is the key of f, which has an attempt.
+func keyOfFinding(f *Finding) findingKey {
+	a := &f.Attempts[0]
+	k := findingKey{conn: a.ConnID, time: a.Time.UnixNano(), topicID: f.TopicID, corr: a.CorrelationID,
+		partition: f.Partition, records: f.Kind == KindRecordResend || f.Kind == KindRecordDuplicate}
+	if f.TopicID == ([16]byte{}) {
+		k.topic = f.Topic
+	}
+	return k
+}
+
+// settle tallies for good, from the front of the queue (the findings
+// reported longest ago), those no report can follow any more (newest
+// attempt more than Revisable before the newest packet time: the batch is
+// forgotten), and, while more than MaxPending are pending, the oldest. As
+// with the Detector's queues, a finding behind a newer one waits for it.
+// It costs O(1) per report, amortized.
+func (pr *Profiler) settle() {
+	cutoff := pr.newest - pr.revisable
+	for pr.head < len(pr.queue) {
+		q := pr.queue[pr.head]
+		c, ok := pr.pending[q.key]
+		if ok && c.seq == q.seq {
+			if c.last >= cutoff && len(pr.pending) <= pr.maxPending {
+				break
+			}
+			c.prod.tally.add(&c)
+			delete(pr.pending, q.key)
+		}
+		pr.queue[pr.head] = reportRef{}
+		pr.head++
+	}
+	// Entries go stale when their findings are reported again: when they
+	// outnumber the pending findings, the queue keeps only the live ones,
+	// in order.
+	if n := len(pr.queue) - pr.head; n > 2*len(pr.pending)+minQueue {
+		live := pr.queue[:0]
+		for _, q := range pr.queue[pr.head:] {
+			if c, ok := pr.pending[q.key]; ok && c.seq == q.seq {
+				live = append(live, q)
+			}
+		}
+		clear(pr.queue[len(live):])
+		pr.queue, pr.head = live, 0
+	} else if pr.head > minQueue && pr.head >= len(pr.queue)/2 {
+		n := copy(pr.queue, pr.queue[pr.head:])
+		clear(pr.queue[n:])
+		pr.queue, pr.head = pr.queue[:n], 0
+	}
+}
+
+// minQueue is the fewest queue entries worth compacting.
+const minQueue = 64
+
+// add adds the share c to t.
+func (t *tally) add(c *pendingFinding) {
+	if t.byVerdict == nil {
+		t.byVerdict = make(map[Verdict]int64)
+	}
+	t.resent++
+	t.resends += int64(c.resends)
+	t.byVerdict[verdictByCode[c.verdict]]++
+	t.mostCopies = max(t.mostCopies, int(c.copies))
+	for _, cc := range c.causes {
+		t.causes = mergeCause(t.causes, cc)
+	}
+	for _, e := range c.retried {
+		if t.retried == nil {
+			t.retried = make(map[string]int64)
+		}
+		t.retried[e.Error] += e.Count
+	}
+}
+
+// clone is a copy of t that shares nothing with it.
+func (t *tally) clone() *tally {
+	c := *t
+	c.byVerdict = maps.Clone(t.byVerdict)
+	c.causes = slices.Clone(t.causes)
+	c.retried = maps.Clone(t.retried)
+	return &c
+}
+
+// addErrorCount adds n to the count of err in es.
+func addErrorCount(es []ErrorCount, err string, n int64) []ErrorCount {
+	for i := range es {
+		if es[i].Error == err {
+			es[i].Count += n
+			return es
+		}
+	}
+	return append(es, ErrorCount{Error: err, Count: n})
+}

@@ -1,0 +1,286 @@
+package detect
+
+import (
+	"cmp"
+	"net/netip"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kdupcap/kdupcap/decode"
+)
+
+// legacyProducers is Profiler.Producers as it was before Finding: every
+// finding of the run handed over at once, each tallied from scratch. It is
+// the reference the incremental tally must equal.
+func legacyProducers(pr *Profiler, findings []Finding) []Producer {
+	type resends struct {
+		resent, resends int64
+		byVerdict       map[Verdict]int64
+		mostCopies      int
+		causes          []CauseCount
+		retried         map[string]int64
+	}
+	acc := map[producerKey]*resends{}
+	for i := range findings {
+		f := &findings[i]
+		if f.Kind == KindRecordDuplicate {
+			continue
+		}
+		k := keyOf(f.Client.Addr(), f.ClientID, f.ProducerID)
+		if pr.m[k] == nil {
+			continue
+		}
+		r := acc[k]
+		if r == nil {
+			r = &resends{byVerdict: map[Verdict]int64{}, retried: map[string]int64{}}
+			acc[k] = r
+		}
+		r.resent++
+		r.resends += int64(max(len(f.Attempts)-1, 0) + f.AttemptsOmitted)
+		r.byVerdict[f.Verdict]++
+		if f.Verdict == Duplicated {
+			r.mostCopies = max(r.mostCopies, len(f.AppendedOffsets))
+		}
+		for j := range f.Attempts {
+			a := &f.Attempts[j]
+			if j+1 < len(f.Attempts) && a.Response != nil && a.Response.ErrorCode != 0 {
+				r.retried[a.Response.Error]++
+			}
+			if j > 0 {
+				r.causes = addCause(r.causes, a)
+			}
+		}
+	}
+	out := make([]Producer, 0, len(pr.m))
+	for k, s := range pr.m {
+		p := s.p
+		p.TransactionalIDs = slices.Clone(p.TransactionalIDs)
+		p.Acks = slices.Clone(p.Acks)
+		p.TimeoutsMillis = slices.Clone(p.TimeoutsMillis)
+		p.ByVerdict = map[Verdict]int64{}
+		r := acc[k]
+		if r == nil {
+			r = &resends{}
+		}
+		p.Resent, p.Resends, p.MostCopies, p.Causes = r.resent, r.resends, r.mostCopies, r.causes
+		for v, n := range r.byVerdict {
+			p.ByVerdict[v] = n
+		}
+		p.Batches = max(p.Sends-p.Resends, 0)
+		if p.Sends > 0 {
+			p.RecordsMean = float64(s.records) / float64(p.Sends)
+		}
+		for c := range 8 {
+			if s.codecs&(1<<c) != 0 {
+				p.Codecs = append(p.Codecs, CodecName(int16(c)))
+			}
+		}
+		for err, n := range s.errSends {
+			if !s.lastRequest.After(s.lastError) {
+				break
+			}
+			if left := n - r.retried[err]; left > 0 {
+				p.Unretried = append(p.Unretried, ErrorCount{Error: err, Count: left})
+			}
+		}
+		slices.SortFunc(p.Unretried, func(a, b ErrorCount) int {
+			return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Error, b.Error))
+		})
+		slices.SortFunc(p.Causes, func(a, b CauseCount) int {
+			return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Cause, b.Cause), cmp.Compare(a.Error, b.Error))
+		})
+		p.Latency = make([]BrokerLatency, len(s.p.Latency))
+		for i, l := range s.p.Latency {
+			p.Latency[i] = latencyOf(l.Broker, l.all, l.ok)
+		}
+		p.Overall = latencyOf(netip.AddrPort{}, &s.all, &s.ok)
+		slices.SortFunc(p.Latency, func(a, b BrokerLatency) int { return a.Broker.Compare(b.Broker) })
+		p.Diagnosis = Diagnose(&p)
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Producer) int {
+		return cmp.Or(a.first.Compare(b.first), cmp.Compare(a.order, b.order))
+	})
+	return out
+}
+
+// liveWindow and liveSettle are the live Detector's options in these tests.
+const (
+	liveWindow = time.Minute
+	liveSettle = time.Second
+)
+
+// runProfiled feeds xs to a Profiler and a Detector as a pipeline does; with
+// live, the Detector is live (keeping its findings) and every report goes
+// to the Profiler as it comes, else the findings Flush returns do. It
+// returns the Profiler and the run's findings (the latest report of each).
+func runProfiled(live bool, popts ProfilerOptions, xs []*decode.Exchange, each func(*Profiler)) (*Profiler, []Finding) {
+	prof := NewProfiler(popts)
+	opts := Options{}
+	if live {
+		opts = Options{Live: true, KeepFindings: true, Window: liveWindow, Settle: liveSettle,
+			OnFinding: func(f Finding) { prof.Finding(&f) }}
+	}
+	det := New(opts)
+	for _, x := range xs {
+		prof.Produce(x)
+		det.Produce(x)
+		if each != nil {
+			each(prof)
+		}
+	}
+	fs := det.Flush()
+	if !live {
+		for i := range fs {
+			prof.Finding(&fs[i])
+		}
+	}
+	return prof, fs
+}
+
+// revised: a batch answered REQUEST_TIMED_OUT after the append, re-sent
+// with no answer (reported unconfirmed once Settle passes), then re-sent
+// again and appended (reported again: duplicated).
+func revised(c *decode.ConnInfo, crc uint32, atMs float64) []*decode.Exchange {
+	return []*decode.Exchange{
+		ex(c, 1, atMs, atMs+10, 7, 5, plain(crc)),
+		noResp(ex(c, 2, atMs+20, noAnswer, 0, 0, plain(crc)), "connection closed"),
+		ex(c, 3, atMs+1500, atMs+1501, 0, 50, plain(0xfff)), // moves time past Settle
+		ex(c, 4, atMs+2000, atMs+2010, 0, 6, plain(crc)),
+	}
+}
+
+// TestProfilerIncremental: producers built from every report of a live run
+// as it comes equal those built from the run's findings at once.
+func TestProfilerIncremental(t *testing.T) {
+	gzip := plain(0xb)
+	gzip.Attributes = 1
+	mixed := []*decode.Exchange{
+		ex(conn1, 1, 0, 1, 7, 5, plain(0xa)), // REQUEST_TIMED_OUT after the append
+		ex(conn1, 2, 10, 14, 0, 6, plain(0xa)),
+		ex(conn1, 3, 20, 22, 0, 7, gzip),
+		ex(conn2, 1, 30, 31, 6, -1, idem(0, 0x10)), // NOT_LEADER, then appended
+		ex(conn2, 2, 40, 41, 0, 9, idem(0, 0x10)),
+		ex(conn2, 3, 50, 51, 0, 9, idem(0, 0x10)), // a late resend: revised
+		ex(conn1, 4, 60, 63, 7, 8, plain(0xc)),    // timed out, never re-sent
+		ex(conn1, 5, 70, 71, 0, 10, plain(0xd)),
+	}
+	var many []*decode.Exchange
+	for i := range 40 {
+		many = append(many, revised(conn1, uint32(0x100+i), float64(i)*3000)...)
+	}
+	tests := []struct {
+		name string
+		live bool
+		opts ProfilerOptions
+		xs   []*decode.Exchange
+	}{
+		{"analyze: findings at Flush", false, ProfilerOptions{}, mixed},
+		{"live: reports as they come", true, ProfilerOptions{Revisable: liveWindow + liveSettle}, mixed},
+		{"live: revised findings", true, ProfilerOptions{Revisable: liveWindow + liveSettle}, revised(conn1, 1, 0)},
+		{"live: many revised findings, tallied for good as they go", true, ProfilerOptions{Revisable: liveWindow + liveSettle, MaxPending: 8}, many},
+		{"analyze: many findings", false, ProfilerOptions{}, many},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prof, fs := runProfiled(tt.live, tt.opts, tt.xs, nil)
+			if len(fs) == 0 {
+				t.Fatal("no finding: the test feeds none")
+			}
+			got, want := prof.Producers(), legacyProducers(prof, fs)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("incremental:\n%+v\nat once:\n%+v", got, want)
+			}
+		})
+	}
+}
+
+// TestProfilerRevision: a finding reported unconfirmed, then duplicated
+// counts once, with the later verdict; tallied for good once it can no
+// longer be revised, it stays counted; the findings kept revisable stay
+// within MaxPending.
+func TestProfilerRevision(t *testing.T) {
+	t.Run("revised counts once, with the later verdict", func(t *testing.T) {
+		var verdicts []Verdict
+		prof := NewProfiler(ProfilerOptions{Revisable: liveWindow + liveSettle})
+		det := New(Options{Live: true, Window: liveWindow, Settle: liveSettle, OnFinding: func(f Finding) {
+			verdicts = append(verdicts, f.Verdict)
+			prof.Finding(&f)
+		}})
+		for _, x := range revised(conn1, 1, 0) {
+			prof.Produce(x)
+			det.Produce(x)
+		}
+		if want := []Verdict{Unconfirmed, Duplicated}; !slices.Equal(verdicts, want) {
+			t.Fatalf("reports %v, want %v", verdicts, want)
+		}
+		p := prof.Producers()[0]
+		if p.Resent != 1 || p.Resends != 2 || !reflect.DeepEqual(p.ByVerdict, map[Verdict]int64{Duplicated: 1}) || p.MostCopies != 2 {
+			t.Errorf("resent %d resends %d verdicts %v copies %d; want 1, 2, duplicated 1, 2", p.Resent, p.Resends, p.ByVerdict, p.MostCopies)
+		}
+		det.Flush()
+		if q := prof.Producers()[0]; !reflect.DeepEqual(q, p) {
+			t.Errorf("after Flush:\n%+v\nwant\n%+v", q, p)
+		}
+	})
+
+	t.Run("tallied for good once not revisable, still counted", func(t *testing.T) {
+		// Findings two Revisable spans apart: at each report
+		// every earlier one is past revision.
+		var xs []*decode.Exchange
+		for i := range 9 {
+			at := float64(i) * float64(2*(liveWindow+liveSettle)/time.Millisecond)
+			xs = append(xs, ex(conn1, int32(2*i+1), at, at+1, 7, int64(2*i), plain(uint32(i+1))),
+				ex(conn1, int32(2*i+2), at+10, at+11, 0, int64(2*i+1), plain(uint32(i+1))))
+		}
+		prof, _ := runProfiled(true, ProfilerOptions{Revisable: liveWindow + liveSettle, MaxPending: 8}, xs, nil)
+		if n := prof.Pending(); n != 1 {
+			t.Errorf("%d findings pending, want 1 (the others past revision)", n)
+		}
+		p := prof.Producers()[0]
+		if p.Resent != 9 || p.ByVerdict[Duplicated] != 9 || p.Resends != 9 || len(p.Causes) != 1 || p.Causes[0].Count != 9 {
+			t.Errorf("resent %d verdicts %v resends %d causes %+v; want 9 duplicated, 9 re-sends", p.Resent, p.ByVerdict, p.Resends, p.Causes)
+		}
+	})
+
+	t.Run("bounded by MaxPending", func(t *testing.T) {
+		// 100 findings in one Revisable span: the oldest are tallied early.
+		var xs []*decode.Exchange
+		for i := range 100 {
+			at := float64(i * 30)
+			xs = append(xs, ex(conn1, int32(2*i+1), at, at+1, 7, int64(2*i), plain(uint32(i+1))),
+				ex(conn1, int32(2*i+2), at+10, at+11, 0, int64(2*i+1), plain(uint32(i+1))))
+		}
+		most := 0
+		prof, fs := runProfiled(true, ProfilerOptions{Revisable: liveWindow + liveSettle, MaxPending: 4}, xs,
+			func(p *Profiler) { most = max(most, p.Pending()) })
+		if most > 4 {
+			t.Errorf("%d findings pending at once, MaxPending 4", most)
+		}
+		if got, want := prof.Producers(), legacyProducers(prof, fs); !reflect.DeepEqual(got, want) || got[0].Resent != 100 {
+			t.Errorf("resent %d, want 100; incremental\n%+v\nat once\n%+v", got[0].Resent, got, want)
+		}
+	})
+
+	t.Run("application duplicates and unprofiled producers are not tallied", func(t *testing.T) {
+		prof := NewProfiler(ProfilerOptions{Revisable: time.Minute})
+		prof.Produce(ex(conn1, 1, 0, 1, 0, 0, plain(1)))
+		f := Finding{Kind: KindRecordResend, Client: conn1.Client, ClientID: &rdkafka, ProducerID: -1, Verdict: Duplicated,
+			Attempts: []Attempt{{ConnID: 1, CorrelationID: 1, Time: ms(0)}, {ConnID: 1, CorrelationID: 2, Time: ms(10), Cause: CauseClientTimeout}}}
+		prof.Finding(&f)
+		other := f
+		other.ClientID = nil
+		other.Attempts = []Attempt{{ConnID: 2, CorrelationID: 1, Time: ms(0)}, {ConnID: 2, CorrelationID: 2, Time: ms(10)}}
+		prof.Finding(&other) // a producer never seen
+		if p := prof.Producers()[0]; p.Resent != 1 {
+			t.Fatalf("resent %d, want 1", p.Resent)
+		}
+		f.Kind = KindRecordDuplicate // the same records, reported again as the application's doing
+		prof.Finding(&f)
+		if p := prof.Producers()[0]; p.Resent != 0 || prof.Pending() != 0 {
+			t.Errorf("resent %d, %d pending; want 0, 0", p.Resent, prof.Pending())
+		}
+	})
+}
