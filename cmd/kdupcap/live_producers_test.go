@@ -104,8 +104,9 @@ func TestLiveProducers(t *testing.T) {
 
 	// json: the producer lines come after the findings and before the
 	// summary (parseJSONLines fails otherwise), and say what analyze says.
-	findings, producers, _, sawSummary := parseJSONLines(t, strings.NewReader(js.stdout.String()))
-	if !sawSummary {
+	got := parseJSONLines(t, strings.NewReader(js.stdout.String()))
+	findings, producers := got.Findings, got.Producers
+	if !got.SawSummary {
 		t.Fatalf("no summary: %s", js.stdout.String())
 	}
 	checkFindings(t, &kafkatest.Result{Log: log, Events: events, Port: broker.Port()}, findings, false)
