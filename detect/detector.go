@@ -224,9 +224,9 @@ func (d *Detector) Produce(x *decode.Exchange) {
 			at.baseOffset = r.BaseOffset
 			at.logAppendTime = r.LogAppendTime
 		}
-		d.add(conn, bt, &at, seen)
+		again := d.add(conn, bt, &at, seen)
 		if bt.ProducerID < 0 {
-			d.matchRecords(conn, bt, &at, seen)
+			d.matchRecords(conn, bt, &at, seen, again)
 		}
 	}
 	if seen > d.newest {
@@ -260,8 +260,9 @@ func (d *Detector) advance() {
 }
 
 // add files one attempt of one batch under its batch, remembering a new
-// batch when none matches.
-func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, seen int64) {
+// batch when none matches. It reports whether the batch was remembered
+// already: the attempt is a re-send of it.
+func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, seen int64) (again bool) {
 	d.countBatch(bt)
 
 	topic := bt.Topic
@@ -302,7 +303,7 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 	if found {
 		b := d.slab.at(slot)
 		if b.sameRequest(at) {
-			return
+			return false
 		}
 		d.stats.Resends++
 		if 1+len(b.more) >= MaxAttempts {
@@ -311,7 +312,7 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 			b.last = max(b.last, seen)
 			b.gen++
 			d.push(slot, b)
-			return
+			return true
 		}
 		if b.more == nil && len(d.spare) > 0 {
 			b.more = d.spare[len(d.spare)-1]
@@ -327,7 +328,7 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		if d.opts.Live {
 			d.touched(slot, b)
 		}
-		return
+		return true
 	}
 
 	if len(d.free) > 0 {
@@ -370,6 +371,7 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 			break
 		}
 	}
+	return false
 }
 
 // reportable reports whether b makes a finding: it was sent more than once

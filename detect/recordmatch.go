@@ -131,8 +131,9 @@ const (
 )
 
 // matchRecords decides whether the records of one attempt of bt (a
-// producer that is not idempotent) are matched, and files them if so.
-func (d *Detector) matchRecords(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, seen int64) {
+// producer that is not idempotent) are matched, and files them if so; again
+// says the attempt re-sent a batch remembered (the same bytes).
+func (d *Detector) matchRecords(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, seen int64, again bool) {
 	failed := at.acks != 0 && (!at.responded || !at.partResp || at.errorCode != 0)
 	want := d.opts.AllRecords
 	if !failed && !want && len(d.hot) == 0 {
@@ -153,6 +154,16 @@ func (d *Detector) matchRecords(conn *decode.ConnInfo, bt *decode.Batch, at *att
 		want = true
 	case ok && (h.until < seen || h.budget <= 0):
 		delete(d.hot, part)
+	case ok && again:
+		// A failed batch came again as the same bytes and was answered
+		// (librdkafka, kgo): the retry the partition was hot for came
+		// whole, and its batch finding has it. One failure's budget
+		// goes; the batches after it need no prints for it.
+		if h.budget -= hotBudget; h.budget <= 0 {
+			delete(d.hot, part)
+		} else {
+			d.hot[part] = h
+		}
 	case ok:
 		h.budget--
 		d.hot[part] = h

@@ -225,3 +225,68 @@ func TestRecordMatchingLive(t *testing.T) {
 		t.Errorf("stats %+v", s)
 	}
 }
+
+// TestHotPartitionCools: a failed batch makes its partition's next batches
+// matched record by record; once it comes again as the same bytes and is
+// answered (librdkafka, kgo), they need not be for it, while another
+// failure still pending, or a retry that fails again, keeps them matched.
+func TestHotPartitionCools(t *testing.T) {
+	later := func(corr int32, at float64) []*decode.Exchange {
+		var xs []*decode.Exchange
+		for i := range int32(3) {
+			xs = append(xs, ex(conn1, corr+i, at+float64(10*i), at+float64(10*i)+1, 0, int64(100+i), recs(uint32(0x100+i), uint64(100+i))))
+		}
+		return xs
+	}
+	tests := []struct {
+		name      string
+		exchanges []*decode.Exchange
+		prints    int64 // Stats.RecordPrints: records filed for matching
+	}{
+		{
+			name: "failed, then re-sent as the same bytes",
+			exchanges: append([]*decode.Exchange{
+				ex(conn1, 1, 0, 520, 7, 0, recs(0xa, 1, 2)),
+				ex(conn1, 2, 600, 610, 0, 2, recs(0xa, 1, 2)),
+			}, later(3, 700)...),
+			prints: 2, // the failed batch's only
+		},
+		{
+			name: "failed, then rebuilt",
+			exchanges: append([]*decode.Exchange{
+				ex(conn1, 1, 0, 520, 7, 0, recs(0xa, 1, 2)),
+				ex(conn1, 2, 600, 610, 0, 2, recs(0xb, 1, 2)),
+			}, later(3, 700)...),
+			prints: 2 + 2 + 3,
+		},
+		{
+			name: "two failed, one re-sent as the same bytes",
+			exchanges: append([]*decode.Exchange{
+				ex(conn1, 1, 0, 520, 7, 0, recs(0xa, 1)),
+				ex(conn1, 2, 1, 521, 7, 1, recs(0xb, 2)),
+				ex(conn1, 3, 600, 610, 0, 2, recs(0xa, 1)),
+			}, later(4, 700)...),
+			prints: 1 + 1 + 3, // the other failure's retry may come in any of them
+		},
+		{
+			name: "re-sent as the same bytes, failed again",
+			exchanges: append([]*decode.Exchange{
+				ex(conn1, 1, 0, 520, 7, 0, recs(0xa, 1)),
+				ex(conn1, 2, 600, 1100, 7, 1, recs(0xa, 1)),
+			}, later(3, 1200)...),
+			prints: 1 + 1 + 3,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := New(Options{})
+			for _, x := range tt.exchanges {
+				d.Produce(x)
+			}
+			if got := d.Stats().RecordPrints; got != tt.prints {
+				t.Errorf("%d records filed for matching, want %d", got, tt.prints)
+			}
+			d.Flush()
+		})
+	}
+}
