@@ -139,6 +139,8 @@ type jsonSummary struct {
 	ProduceResponses        int64 `json:"produce_responses"`
 	Batches                 int64 `json:"batches"`
 	Records                 int64 `json:"records"`
+	FetchResponses          int64 `json:"fetch_responses,omitempty"`
+	FetchedBatches          int64 `json:"fetched_batches,omitempty"`
 	Malformed               int64 `json:"malformed"`
 	Resyncs                 int64 `json:"resyncs"`
 	Findings                int64 `json:"findings"`
@@ -314,6 +316,8 @@ func toJSONSummary(s *Summary) jsonSummary {
 		ProduceResponses:         s.ProduceResponses,
 		Batches:                  s.Batches,
 		Records:                  s.Records,
+		FetchResponses:           s.FetchResponses,
+		FetchedBatches:           s.FetchedBatches,
 		Malformed:                s.Malformed,
 		Resyncs:                  s.Resyncs,
 		Findings:                 s.Findings,

@@ -30,6 +30,11 @@ type Summary struct {
 	Records                 int64
 	Malformed               int64 // frames that did not parse
 	Resyncs                 int64 // times decoding resumed after losing frame boundaries
+	// FetchResponses counts the FetchResponses decoded (consumers' and
+	// followers'), FetchedBatches the whole record batches they held: the
+	// fetched data findings may rest on.
+	FetchResponses int64
+	FetchedBatches int64
 
 	// Detect stage.
 	Findings int64

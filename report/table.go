@@ -211,8 +211,12 @@ func summaryCounts(ts *tables, s *Summary, n int) error {
 		{"produce requests", fmt.Sprintf("%d (responses %d)", s.ProduceRequests, s.ProduceResponses)},
 		{"batches", itoa(s.Batches)},
 		{"records", itoa(s.Records)},
-		{"findings", findingsText(s, verdictCounts)},
 	}
+	if s.FetchResponses > 0 {
+		counts = append(counts, []string{"fetch responses", fmt.Sprintf("%d (%d record batches in them: evidence of what the log holds)",
+			s.FetchResponses, s.FetchedBatches)})
+	}
+	counts = append(counts, []string{"findings", findingsText(s, verdictCounts)})
 	if s.ProducerExchangesOmitted > 0 {
 		counts = append(counts, []string{"producers omitted", fmt.Sprintf(
 			"%d produce exchanges of producers past the %d profiled are in no producer profile", s.ProducerExchangesOmitted, detect.DefaultMaxProducers)})

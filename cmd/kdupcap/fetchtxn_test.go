@@ -105,9 +105,16 @@ func TestFetchEvidence(t *testing.T) {
 			if len(res.Log.Copies()) != records {
 				t.Fatalf("harness: log holds %d distinct values, want %d", len(res.Log.Copies()), records)
 			}
-			findings := cliAnalyzeOK(t, "--port", fmt.Sprint(res.Port), pcap).Findings
+			out := cliAnalyzeOK(t, "--port", fmt.Sprint(res.Port), pcap)
+			findings := out.Findings
 			raw := rawLines(findings)
 			checkSameForWorkers(t, "--port", fmt.Sprint(res.Port), pcap)
+			// The consumer read the partition from its start: every batch
+			// of the log came in some fetch response.
+			if s := out.Summary; s.FetchResponses == 0 || s.FetchedBatches < int64(len(res.Log.Partitions[0].Batches)) {
+				t.Errorf("summary: %d fetch responses with %d batches, the log holds %d batches",
+					s.FetchResponses, s.FetchedBatches, len(res.Log.Partitions[0].Batches))
+			}
 			if len(findings) != 1 {
 				t.Fatalf("%d findings, want 1 (one faulted request): %s", len(findings), strings.Join(raw, "\n"))
 			}

@@ -145,6 +145,8 @@ type cliSummary struct {
 	ProduceResponses int64            `json:"produce_responses"`
 	Batches          int64            `json:"batches"`
 	Records          int64            `json:"records"`
+	FetchResponses   int64            `json:"fetch_responses"`
+	FetchedBatches   int64            `json:"fetched_batches"`
 	Findings         int64            `json:"findings"`
 	ByVerdict        map[string]int64 `json:"by_verdict"`
 	Errors           []string         `json:"errors"`
