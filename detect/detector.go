@@ -123,7 +123,9 @@ type Detector struct {
 	settle   int64 // ns
 	settling ageQueue
 	reports  map[int32]reportState
-	fresh    []Finding
+	// findingIDs counts the live findings named (Finding.id).
+	findingIDs uint64
+	fresh      []Finding
 
 	findings []Finding
 	stats    Stats

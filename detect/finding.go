@@ -185,6 +185,11 @@ type Finding struct {
 	// another attempt of its batch arrives after it was reported; the new
 	// report holds every attempt and replaces the earlier ones.
 	Revision int
+	// id names the finding across its reports (a live Detector's; 0
+	// otherwise), for Profiler.Finding: its first attempt may change
+	// (a first attempt answered late comes after its retry), and record
+	// findings of one first attempt may be several.
+	id uint64
 }
 
 // Attempt is one ProduceRequest carrying the finding's batch.

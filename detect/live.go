@@ -15,6 +15,7 @@ import (
 type reportState struct {
 	revision int32
 	index    int32
+	id       uint64 // Finding.id, from the first report
 }
 
 // verdictCode is a Verdict in one byte, for the batch's padding.
@@ -79,7 +80,10 @@ func (d *Detector) report(slot int32, b *batch) Finding {
 	d.applyEvidence(&f)
 	d.applyTxn(&f)
 	rs := d.reports[slot]
-	f.Revision = int(rs.revision)
+	if rs.revision == 0 {
+		rs.id = d.newFindingID()
+	}
+	f.Revision, f.id = int(rs.revision), rs.id
 	d.countReport(&f, b.reported)
 	if d.opts.KeepFindings {
 		if rs.revision == 0 {
@@ -94,6 +98,12 @@ func (d *Detector) report(slot int32, b *batch) Finding {
 	b.reported = codeOf(f.Verdict)
 	b.dirty = false
 	return f
+}
+
+// newFindingID names a live finding at its first report.
+func (d *Detector) newFindingID() uint64 {
+	d.findingIDs++
+	return d.findingIDs
 }
 
 func (d *Detector) emit(f Finding) {

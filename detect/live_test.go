@@ -280,12 +280,20 @@ func checkLive(t *testing.T, xs []*decode.Exchange) {
 		}
 		got := d.Flush()
 		for i, f := range emitted {
+			if f.id == 0 {
+				t.Fatalf("report %d has no id: %+v", i, f)
+			}
 			if f.Revision == 0 {
+				for _, e := range emitted[:i] {
+					if e.id == f.id {
+						t.Fatalf("report %d, a first report, has the id of an earlier one: %+v", i, emitted)
+					}
+				}
 				continue
 			}
 			revises := false
 			for _, e := range emitted[:i] {
-				if e.Revision == f.Revision-1 && len(e.Attempts) < len(f.Attempts) && holdsAttempts(f, e) {
+				if e.Revision == f.Revision-1 && len(e.Attempts) < len(f.Attempts) && holdsAttempts(f, e) && e.id == f.id {
 					revises = true
 				}
 			}
@@ -295,14 +303,14 @@ func checkLive(t *testing.T, xs []*decode.Exchange) {
 		}
 		latest := latestOf(emitted)
 		for i := range latest {
-			latest[i].Revision = 0
+			latest[i].Revision, latest[i].id = 0, 0 // a live run's bookkeeping
 		}
 		if !sameFindings(sortedFindings(latest), want) {
 			t.Fatalf("live (keep %v): latest reports\n %+v\nwant %+v", keep, latest, want)
 		}
 		if keep {
 			for i := range got {
-				got[i].Revision = 0
+				got[i].Revision, got[i].id = 0, 0
 			}
 			if !sameFindings(got, want) {
 				t.Fatalf("live Flush with KeepFindings\n %+v\nwant %+v", got, want)

@@ -28,13 +28,18 @@ type tally struct {
 	retried         map[string]int64 // errored attempts sent again, by error
 }
 
-// findingKey names a finding across its reports: its first attempt (which
-// a later attempt cannot precede: attempts come in the order sent) and its
-// topic and partition (one request carries many). The topic is its ID when
-// the request named it so (the name may be learned between two reports),
-// else its name. Record-level findings are keyed apart from batch ones.
-// The pending findings are indexed by its hash (maphash, 64 bits: a
-// collision among 2^18 pending keys has a chance of about 2^-29).
+// A live Detector names each finding (Finding.id) at its first report and
+// keeps the name in its revisions: the pending findings are indexed by it.
+// A finding without one (not from a live Detector) is indexed by the hash
+// (maphash, 64 bits: a collision among 2^18 pending keys has a chance of
+// about 2^-29) of its findingKey: its first attempt and its topic and
+// partition (one request carries many). That names a revision the same
+// only while the first attempt stays first (an unanswered first attempt
+// completes after its retry when its connection closes later) and one
+// first attempt makes one finding (a re-batching client's retry can make
+// several record-level ones). The topic is its ID when the request named
+// it so (the name may be learned between two reports), else its name.
+// Record-level findings are keyed apart from batch ones.
 type findingKey struct {
 	conn      uint64
 	time      int64
@@ -78,7 +83,10 @@ func (pr *Profiler) Finding(f *Finding) {
 		}
 		return
 	}
-	k := maphash.Comparable(pr.seed, keyOfFinding(f))
+	k := f.id // a live finding's, kept across its reports
+	if k == 0 {
+		k = maphash.Comparable(pr.seed, keyOfFinding(f))
+	}
 	if !ok {
 		// Not (or no longer) a re-send of a profiled producer: an earlier
 		// report's share goes (its queue entry is then stale).

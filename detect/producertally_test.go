@@ -171,6 +171,23 @@ func TestProfilerIncremental(t *testing.T) {
 	for i := range 40 {
 		many = append(many, revised(conn1, uint32(0x100+i), float64(i)*3000)...)
 	}
+	// A retry answered before its unanswered first attempt completes (on
+	// a connection that closed later): the revision's first attempt is
+	// another than the first report's.
+	lateFirst := []*decode.Exchange{
+		ex(conn2, 10, 100, 110, 6, -1, plain(0xa)), // NOT_LEADER, retried
+		ex(conn2, 11, 200, 210, 0, 5, plain(0xa)),  // appended: reported
+		ex(conn2, 12, 3000, 3001, 0, 6, plain(0xb)),
+		noResp(ex(conn1, 1, 0, noAnswer, 0, 0, plain(0xa)), noResponseClosed),
+	}
+	// A failed batch's records re-sent in two batches (sarama re-batching):
+	// two record-level findings of one first attempt.
+	split := []*decode.Exchange{
+		ex(conn1, 1, 0, 10, 7, 0, recs(0xa, 1, 2)),
+		ex(conn1, 2, 100, 110, 0, 2, recs(0xb, 1, 100)),
+		ex(conn1, 3, 200, 210, 0, 4, recs(0xc, 2, 101)),
+		ex(conn1, 4, 5000, 5001, 0, 6, recs(0xd, 102)),
+	}
 	tests := []struct {
 		name string
 		live bool
@@ -182,6 +199,8 @@ func TestProfilerIncremental(t *testing.T) {
 		{"live: revised findings", true, ProfilerOptions{Revisable: liveWindow + liveSettle}, revised(conn1, 1, 0)},
 		{"live: many revised findings, tallied for good as they go", true, ProfilerOptions{Revisable: liveWindow + liveSettle, MaxPending: 8}, many},
 		{"analyze: many findings", false, ProfilerOptions{}, many},
+		{"live: first attempt completing after its retry", true, ProfilerOptions{Revisable: liveWindow + liveSettle}, lateFirst},
+		{"live: records of one failure in two findings", true, ProfilerOptions{Revisable: liveWindow + liveSettle}, split},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

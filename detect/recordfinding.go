@@ -75,17 +75,25 @@ func (d *Detector) countRecordFinding(group []int32, f *Finding) {
 }
 
 // markReported sets the revision of f from its duplicates and counts the
-// report in them.
+// report in them. Live, f is named as the finding that reported one of
+// them before, or anew.
 func (d *Detector) markReported(group []int32, f *Finding) {
 	rs := d.recs
 	for _, di := range group {
 		dp := &rs.dups[di]
 		f.Revision = max(f.Revision, int(dp.revision))
+		if f.id == 0 {
+			f.id = dp.id
+		}
+	}
+	if f.id == 0 && d.opts.Live {
+		f.id = d.newFindingID()
 	}
 	for _, di := range group {
 		dp := &rs.dups[di]
 		dp.revision = int32(f.Revision) + 1
 		dp.reported = codeOf(f.Verdict)
+		dp.id = f.id
 	}
 }
 

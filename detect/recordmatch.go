@@ -89,6 +89,8 @@ type recDup struct {
 	live    bool
 	// queued: in recState.decided, waiting to be grouped.
 	queued bool
+	// id is the Finding.id of the live finding that reported it.
+	id uint64
 }
 
 // recQueued is a print, or a duplicate, at a packet time.
