@@ -120,6 +120,9 @@ type recState struct {
 type hotPartition struct {
 	until  int64
 	budget int32
+	// failures counts the failed attempts it is hot for whose batch has
+	// not come again as the same bytes.
+	failures int32
 }
 
 const (
@@ -152,6 +155,7 @@ func (d *Detector) matchRecords(conn *decode.ConnInfo, bt *decode.Batch, at *att
 		}
 		h.until = seen + d.recWindow()
 		h.budget = min(h.budget+hotBudget, 1<<20)
+		h.failures = min(h.failures+1, 1<<20)
 		d.hot[part] = h
 		want = true
 	case ok && (h.until < seen || h.budget <= 0):
@@ -159,11 +163,13 @@ func (d *Detector) matchRecords(conn *decode.ConnInfo, bt *decode.Batch, at *att
 	case ok && again:
 		// A failed batch came again as the same bytes and was answered
 		// (librdkafka, kgo): the retry the partition was hot for came
-		// whole, and its batch finding has it. One failure's budget
-		// goes; the batches after it need no prints for it.
-		if h.budget -= hotBudget; h.budget <= 0 {
+		// whole, and its batch finding has it. The batches after it need
+		// no prints for that failure: what is left is at most the
+		// budget of the others still waiting for their retry.
+		if h.failures--; h.failures <= 0 {
 			delete(d.hot, part)
 		} else {
+			h.budget = min(h.budget, h.failures*hotBudget)
 			d.hot[part] = h
 		}
 	case ok:
@@ -437,6 +443,7 @@ func (rs *recState) decide(i int32) {
 
 // flushRecords decides every duplicate and forgets every print.
 func (d *Detector) flushRecords() {
+	clear(d.hot) // the batches after the input's failures are all in
 	rs := d.recs
 	if rs == nil {
 		return

@@ -238,10 +238,31 @@ func TestHotPartitionCools(t *testing.T) {
 		}
 		return xs
 	}
+	// Failure F1 (batch 0xa), six batches, failure F2 (0xb), 0xa again as
+	// the same bytes, two batches, then F2's record rebuilt: three batches
+	// after F2, within its own budget, which F1's retry must not take.
+	var robbed []*decode.Exchange
+	corr, at := int32(1), 0.0
+	next := func(code int16, b decode.Batch) {
+		robbed = append(robbed, ex(conn1, corr, at, at+1, code, int64(corr), b))
+		corr++
+		at += 10
+	}
+	next(7, recs(0xa, 1))
+	for i := range 6 {
+		next(0, recs(uint32(0x100+i), uint64(100+i)))
+	}
+	next(7, recs(0xb, 2))
+	next(0, recs(0xa, 1))
+	next(0, recs(0x200, 200))
+	next(0, recs(0x201, 201))
+	next(0, recs(0xd, 2, 300))
+
 	tests := []struct {
 		name      string
 		exchanges []*decode.Exchange
 		prints    int64 // Stats.RecordPrints: records filed for matching
+		resends   int   // record_resend findings
 	}{
 		{
 			name: "failed, then re-sent as the same bytes",
@@ -257,7 +278,8 @@ func TestHotPartitionCools(t *testing.T) {
 				ex(conn1, 1, 0, 520, 7, 0, recs(0xa, 1, 2)),
 				ex(conn1, 2, 600, 610, 0, 2, recs(0xb, 1, 2)),
 			}, later(3, 700)...),
-			prints: 2 + 2 + 3,
+			prints:  2 + 2 + 3,
+			resends: 1,
 		},
 		{
 			name: "two failed, one re-sent as the same bytes",
@@ -276,6 +298,12 @@ func TestHotPartitionCools(t *testing.T) {
 			}, later(3, 1200)...),
 			prints: 1 + 1 + 3,
 		},
+		{
+			name:      "the other failure keeps its own batches",
+			exchanges: robbed,
+			prints:    1 + 6 + 1 + 2 + 2, // F1, its 6, F2, F2's next 2 and the rebuilt batch (F1's retry: none)
+			resends:   1,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -286,7 +314,9 @@ func TestHotPartitionCools(t *testing.T) {
 			if got := d.Stats().RecordPrints; got != tt.prints {
 				t.Errorf("%d records filed for matching, want %d", got, tt.prints)
 			}
-			d.Flush()
+			if got := countKind(d.Flush(), KindRecordResend); got != tt.resends {
+				t.Errorf("%d record_resend findings, want %d", got, tt.resends)
+			}
 		})
 	}
 }
