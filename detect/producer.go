@@ -345,55 +345,66 @@ func (pr *Profiler) Producers() []Producer {
 	}
 	out := make([]Producer, 0, len(pr.m))
 	for _, s := range pr.m {
-		p := s.p
-		p.TransactionalIDs = slices.Clone(p.TransactionalIDs)
-		p.Acks = slices.Clone(p.Acks)
-		p.TimeoutsMillis = slices.Clone(p.TimeoutsMillis)
-		p.ByVerdict = map[Verdict]int64{}
 		r := merged[s]
 		if r == nil {
 			r = &s.tally
 		}
-		p.Resent, p.Resends, p.MostCopies, p.Causes = r.resent, r.resends, r.mostCopies, slices.Clone(r.causes)
-		for v, n := range r.byVerdict {
-			p.ByVerdict[v] = n
-		}
-		p.Batches = max(p.Sends-p.Resends, 0)
-		if p.Sends > 0 {
-			p.RecordsMean = float64(s.records) / float64(p.Sends)
-		}
-		for c := range 8 {
-			if s.codecs&(1<<c) != 0 {
-				p.Codecs = append(p.Codecs, CodecName(int16(c)))
-			}
-		}
-		for err, n := range s.errSends {
-			if !s.lastRequest.After(s.lastError) {
-				break // the capture may have ended before the retries
-			}
-			if left := n - r.retried[err]; left > 0 {
-				p.Unretried = append(p.Unretried, ErrorCount{Error: err, Count: left})
-			}
-		}
-		slices.SortFunc(p.Unretried, func(a, b ErrorCount) int {
-			return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Error, b.Error))
-		})
-		slices.SortFunc(p.Causes, func(a, b CauseCount) int {
-			return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Cause, b.Cause), cmp.Compare(a.Error, b.Error))
-		})
-		p.Latency = make([]BrokerLatency, len(s.p.Latency))
-		for i, l := range s.p.Latency {
-			p.Latency[i] = latencyOf(l.Broker, l.all, l.ok)
-		}
-		p.Overall = latencyOf(netip.AddrPort{}, &s.all, &s.ok)
-		slices.SortFunc(p.Latency, func(a, b BrokerLatency) int { return a.Broker.Compare(b.Broker) })
-		p.Diagnosis = Diagnose(&p)
-		out = append(out, p)
+		out = append(out, s.profile(r))
 	}
-	slices.SortFunc(out, func(a, b Producer) int {
+	sortProducers(out)
+	return out
+}
+
+// profile is the Producer of s, with what the findings say of its re-sends
+// in r, and its Diagnosis.
+func (s *producerState) profile(r *tally) Producer {
+	p := s.p
+	p.TransactionalIDs = slices.Clone(p.TransactionalIDs)
+	p.Acks = slices.Clone(p.Acks)
+	p.TimeoutsMillis = slices.Clone(p.TimeoutsMillis)
+	p.ByVerdict = map[Verdict]int64{}
+	p.Resent, p.Resends, p.MostCopies, p.Causes = r.resent, r.resends, r.mostCopies, slices.Clone(r.causes)
+	for v, n := range r.byVerdict {
+		p.ByVerdict[v] = n
+	}
+	p.Batches = max(p.Sends-p.Resends, 0)
+	if p.Sends > 0 {
+		p.RecordsMean = float64(s.records) / float64(p.Sends)
+	}
+	for c := range 8 {
+		if s.codecs&(1<<c) != 0 {
+			p.Codecs = append(p.Codecs, CodecName(int16(c)))
+		}
+	}
+	for err, n := range s.errSends {
+		if !s.lastRequest.After(s.lastError) {
+			break // the capture may have ended before the retries
+		}
+		if left := n - r.retried[err]; left > 0 {
+			p.Unretried = append(p.Unretried, ErrorCount{Error: err, Count: left})
+		}
+	}
+	slices.SortFunc(p.Unretried, func(a, b ErrorCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Error, b.Error))
+	})
+	slices.SortFunc(p.Causes, func(a, b CauseCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Cause, b.Cause), cmp.Compare(a.Error, b.Error))
+	})
+	p.Latency = make([]BrokerLatency, len(s.p.Latency))
+	for i, l := range s.p.Latency {
+		p.Latency[i] = latencyOf(l.Broker, l.all, l.ok)
+	}
+	p.Overall = latencyOf(netip.AddrPort{}, &s.all, &s.ok)
+	slices.SortFunc(p.Latency, func(a, b BrokerLatency) int { return a.Broker.Compare(b.Broker) })
+	p.Diagnosis = Diagnose(&p)
+	return p
+}
+
+// sortProducers puts profiles in the order their producers were first seen.
+func sortProducers(ps []Producer) {
+	slices.SortFunc(ps, func(a, b Producer) int {
 		return cmp.Or(a.first.Compare(b.first), cmp.Compare(a.order, b.order))
 	})
-	return out
 }
 
 // latencyOf reads the quantiles of the sketches of one broker.

@@ -1,8 +1,6 @@
 package detect
 
 import (
-	"cmp"
-	"net/netip"
 	"reflect"
 	"slices"
 	"testing"
@@ -11,18 +9,12 @@ import (
 	"github.com/kdupcap/kdupcap/decode"
 )
 
-// legacyProducers is Profiler.Producers as it was before Finding: every
-// finding of the run handed over at once, each tallied from scratch. It is
-// the reference the incremental tally must equal.
+// legacyProducers is Profiler.Producers as it was before Finding: the
+// re-sends of every finding of the run tallied at once, from scratch, each
+// finding as it stands. It is the reference the incremental tally must
+// equal; the rest of a profile is Producers' own (producerState.profile).
 func legacyProducers(pr *Profiler, findings []Finding) []Producer {
-	type resends struct {
-		resent, resends int64
-		byVerdict       map[Verdict]int64
-		mostCopies      int
-		causes          []CauseCount
-		retried         map[string]int64
-	}
-	acc := map[producerKey]*resends{}
+	acc := map[producerKey]*tally{}
 	for i := range findings {
 		f := &findings[i]
 		if f.Kind == KindRecordDuplicate {
@@ -34,7 +26,7 @@ func legacyProducers(pr *Profiler, findings []Finding) []Producer {
 		}
 		r := acc[k]
 		if r == nil {
-			r = &resends{byVerdict: map[Verdict]int64{}, retried: map[string]int64{}}
+			r = &tally{byVerdict: map[Verdict]int64{}, retried: map[string]int64{}}
 			acc[k] = r
 		}
 		r.resent++
@@ -55,54 +47,13 @@ func legacyProducers(pr *Profiler, findings []Finding) []Producer {
 	}
 	out := make([]Producer, 0, len(pr.m))
 	for k, s := range pr.m {
-		p := s.p
-		p.TransactionalIDs = slices.Clone(p.TransactionalIDs)
-		p.Acks = slices.Clone(p.Acks)
-		p.TimeoutsMillis = slices.Clone(p.TimeoutsMillis)
-		p.ByVerdict = map[Verdict]int64{}
 		r := acc[k]
 		if r == nil {
-			r = &resends{}
+			r = &tally{}
 		}
-		p.Resent, p.Resends, p.MostCopies, p.Causes = r.resent, r.resends, r.mostCopies, r.causes
-		for v, n := range r.byVerdict {
-			p.ByVerdict[v] = n
-		}
-		p.Batches = max(p.Sends-p.Resends, 0)
-		if p.Sends > 0 {
-			p.RecordsMean = float64(s.records) / float64(p.Sends)
-		}
-		for c := range 8 {
-			if s.codecs&(1<<c) != 0 {
-				p.Codecs = append(p.Codecs, CodecName(int16(c)))
-			}
-		}
-		for err, n := range s.errSends {
-			if !s.lastRequest.After(s.lastError) {
-				break
-			}
-			if left := n - r.retried[err]; left > 0 {
-				p.Unretried = append(p.Unretried, ErrorCount{Error: err, Count: left})
-			}
-		}
-		slices.SortFunc(p.Unretried, func(a, b ErrorCount) int {
-			return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Error, b.Error))
-		})
-		slices.SortFunc(p.Causes, func(a, b CauseCount) int {
-			return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Cause, b.Cause), cmp.Compare(a.Error, b.Error))
-		})
-		p.Latency = make([]BrokerLatency, len(s.p.Latency))
-		for i, l := range s.p.Latency {
-			p.Latency[i] = latencyOf(l.Broker, l.all, l.ok)
-		}
-		p.Overall = latencyOf(netip.AddrPort{}, &s.all, &s.ok)
-		slices.SortFunc(p.Latency, func(a, b BrokerLatency) int { return a.Broker.Compare(b.Broker) })
-		p.Diagnosis = Diagnose(&p)
-		out = append(out, p)
+		out = append(out, s.profile(r))
 	}
-	slices.SortFunc(out, func(a, b Producer) int {
-		return cmp.Or(a.first.Compare(b.first), cmp.Compare(a.order, b.order))
-	})
+	sortProducers(out)
 	return out
 }
 
