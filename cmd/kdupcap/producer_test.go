@@ -158,11 +158,7 @@ func TestProducerSettings(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.needs != "" {
-				if _, err := exec.LookPath(tt.needs); err != nil {
-					t.Skipf("%s not installed: %v", tt.needs, err)
-				}
-			}
+			needTool(t, tt.needs)
 			s := tt.s
 			s.Name, s.Topic = fmt.Sprintf("ps%d", i), fmt.Sprintf("settings-%d", i)
 			res, pcap := runCaptured(t, s, 20*time.Second)

@@ -83,11 +83,7 @@ func TestRealTraffic(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.needs != "" {
-				if _, err := exec.LookPath(tt.needs); err != nil {
-					t.Skipf("%s not installed: %v", tt.needs, err)
-				}
-			}
+			needTool(t, tt.needs)
 			s := tt.s
 			s.Name, s.Topic = fmt.Sprintf("s%d", i), fmt.Sprintf("realtraffic-%d", i)
 			res, pcap := runCaptured(t, s, 20*time.Second)
@@ -234,6 +230,17 @@ func describeLog(l *kafkatest.Log) string {
 		fmt.Fprintf(&b, " %d values held twice or more", len(d))
 	}
 	return b.String()
+}
+
+// needTool skips the test when the command name (if any) is not installed.
+func needTool(t *testing.T, name string) {
+	t.Helper()
+	if name == "" {
+		return
+	}
+	if _, err := exec.LookPath(name); err != nil {
+		t.Skipf("%s not installed: %v", name, err)
+	}
 }
 
 // runCaptured runs s against kfake with its traffic captured by tcpdump,

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,11 +112,7 @@ func TestRecordLevel(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.needs != "" {
-				if _, err := exec.LookPath(tt.needs); err != nil {
-					t.Skipf("%s not installed: %v", tt.needs, err)
-				}
-			}
+			needTool(t, tt.needs)
 			t.Parallel()
 			s := tt.s
 			s.Name, s.Topic = fmt.Sprintf("r%d", i), fmt.Sprintf("recordlevel-%d", i)
