@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -114,13 +115,15 @@ func NewSource(name string, r io.Reader) (*Source, error) {
 		if err != nil {
 			return nil, s.fail(0, codecError("gzip", err))
 		}
-		s.codec, dec, s.closeFn = "gzip", zr, func() { zr.Close() }
+		ra := newReadAhead(zr, func() { zr.Close() })
+		s.codec, dec, s.closeFn = "gzip", ra, ra.Close
 	case len(head) == 4 && binary.LittleEndian.Uint32(head) == magicZstd:
 		zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(zstdMaxWindow))
 		if err != nil {
 			return nil, s.fail(0, codecError("zstd", err))
 		}
-		s.codec, dec, s.closeFn = "zstd", zr, zr.Close
+		ra := newReadAhead(zr, zr.Close)
+		s.codec, dec, s.closeFn = "zstd", ra, ra.Close
 	}
 	s.cnt = &countingReader{r: dec, codec: s.codec}
 	s.br = bufio.NewReaderSize(s.cnt, readerSize)
@@ -220,7 +223,7 @@ func (s *Source) Close() error {
 // compressed if it is) the Source has read so far, for progress against the
 // file's size. It runs up to two read buffers (128 KiB) ahead of the packets
 // returned, and is not an offset for errors: InputError.Offset is.
-func (s *Source) InputBytes() int64 { return s.in.n }
+func (s *Source) InputBytes() int64 { return s.in.n.Load() }
 
 func (s *Source) fail(off int64, err error) *InputError {
 	return &InputError{File: s.name, Offset: off, Err: err, codec: s.codec}
@@ -229,20 +232,21 @@ func (s *Source) fail(off int64, err error) *InputError {
 // consumed is how many bytes of the (decompressed) capture stream the
 // capture parser has taken.
 func (s *Source) consumed() int64 {
-	return s.cnt.n - int64(s.br.Buffered())
+	return s.cnt.n.Load() - int64(s.br.Buffered())
 }
 
 // countingReader counts the bytes read through it and names the codec in
-// the errors of a decompressor.
+// the errors of a decompressor. The count may be read from another
+// goroutine than the one reading (the compressed input is read ahead).
 type countingReader struct {
 	r     io.Reader
-	n     int64
+	n     atomic.Int64
 	codec string
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	c.n += int64(n)
+	c.n.Add(int64(n))
 	if err != nil && err != io.EOF && c.codec != "" {
 		err = codecError(c.codec, err)
 	}
