@@ -78,13 +78,27 @@ type Merged struct {
 	prime  int  // sources primed so far (their first packet read)
 	primed bool // every source primed and the heap built
 	out    bool // h[0]'s packet has been handed out; advance it first
+	// ahead[i]: source i is decompressed ahead (Source.readAhead), as at
+	// most maxReadAhead are at once.
+	ahead  []bool
+	aheadN int
+	bufs   bufPool // their buffers
 }
+
+// maxReadAhead is how many compressed sources a merge decompresses ahead at
+// once: those being read after priming, first come. With two cores, more
+// would not decompress faster, and each holds 512 KiB of buffers; rotated
+// files are read one after the other, so one at a time is the usual.
+const maxReadAhead = 2
 
 // Merge returns a merge of srcs (any number, none included), in the order of
 // their timestamps plus the skew of opts. The Merged owns the sources from
 // then on: Close closes every one. No source is read before the first Next;
 // all are then open together, so a rotated set of many files holds one file
-// descriptor and read buffer per file.
+// descriptor and read buffer per file. A compressed source read past its
+// first packet is decompressed ahead on a goroutine of its own, at most
+// maxReadAhead at once, with buffers a source read to its end hands on to
+// the next.
 func Merge(srcs []*Source, opts MergeOptions) *Merged {
 	m := &Merged{
 		srcs:  srcs,
@@ -92,6 +106,7 @@ func Merge(srcs []*Source, opts MergeOptions) *Merged {
 		heads: make([]Packet, len(srcs)),
 		h:     make(mergeHeap, 0, len(srcs)),
 		spans: make([]Span, len(srcs)),
+		ahead: make([]bool, len(srcs)),
 	}
 	copy(m.skew, opts.ClockSkew)
 	for i, s := range srcs {
@@ -134,8 +149,16 @@ func (m *Merged) Next() (Packet, error) {
 // in the heap: appended while priming, fixed at the top afterwards (where i
 // is, having just been handed out), removed at the source's end or error.
 func (m *Merged) read(i int) error {
+	if m.primed && !m.ahead[i] && m.aheadN < maxReadAhead && m.srcs[i].readAhead(&m.bufs) {
+		m.ahead[i] = true
+		m.aheadN++
+	}
 	pkt, err := m.srcs[i].Next()
 	if err != nil {
+		if m.ahead[i] {
+			m.ahead[i] = false
+			m.aheadN--
+		}
 		m.heads[i] = Packet{}
 		if m.primed {
 			heap.Pop(&m.h)

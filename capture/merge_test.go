@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,11 +50,14 @@ func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millise
 // TestMerge merges small pcaps and lists what Next gives: label@ms for a
 // packet (read before the next call, which checks ownership), err:FILE@OFFSET
 // for an error.
+// mergeTestFile is one input of a TestMerge case.
+type mergeTestFile struct {
+	pkts     []mpkt
+	truncate int // cut a last packet after this many bytes
+}
+
 func TestMerge(t *testing.T) {
-	type file struct {
-		pkts     []mpkt
-		truncate int // cut a last packet after this many bytes
-	}
+	type file = mergeTestFile
 	tests := []struct {
 		name   string
 		files  []file
@@ -172,48 +176,78 @@ func TestMerge(t *testing.T) {
 		skew: []time.Duration{0, ms(1.5)},
 		want: "a1@1 a2@2 b1@2.5 b2@3.5",
 	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var srcs []*Source
-			for i, f := range tt.files {
-				s, err := NewSource(fmt.Sprintf("f%d", i), bytes.NewReader(mergeFile(t, f.pkts, f.truncate)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				srcs = append(srcs, s)
+	// Each case with its files as they are, gzipped and zstd-compressed:
+	// the same packets and errors, compressed ones decompressed ahead (at
+	// most maxReadAhead at once, none holding buffers once read).
+	for _, codec := range []string{"none", "gzip", "zstd"} {
+		for _, tt := range tests {
+			t.Run(codec+"/"+tt.name, func(t *testing.T) {
+				testMerge(t, codec, tt.files, tt.skew, tt.want, tt.layout)
+			})
+		}
+	}
+}
+
+// testMerge is one case of TestMerge.
+func testMerge(t *testing.T, codec string, files []mergeTestFile, skew []time.Duration, want string, layout Layout) {
+	var srcs []*Source
+	for i, f := range files {
+		data := mergeFile(t, f.pkts, f.truncate)
+		switch codec {
+		case "gzip":
+			data = gz(data)
+		case "zstd":
+			data = zst(t, data)
+		}
+		s, err := NewSource(fmt.Sprintf("f%d", i), bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, s)
+	}
+	m := Merge(srcs, MergeOptions{ClockSkew: skew})
+	defer m.Close()
+	var got []string
+	mostAhead := 0
+	for range 100 {
+		if m.aheadN > maxReadAhead {
+			t.Fatalf("%d sources read ahead at once, at most %d", m.aheadN, maxReadAhead)
+		}
+		mostAhead = max(mostAhead, m.aheadN)
+		p, err := m.Next()
+		if err == io.EOF {
+			break
+		}
+		var ie *InputError
+		if errors.As(err, &ie) {
+			got = append(got, fmt.Sprintf("err:%s@%d", ie.File, ie.Offset))
+			if !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("error %v: want a truncation", err)
 			}
-			m := Merge(srcs, MergeOptions{ClockSkew: tt.skew})
-			defer m.Close()
-			var got []string
-			for range 100 {
-				p, err := m.Next()
-				if err == io.EOF {
-					break
-				}
-				var ie *InputError
-				if errors.As(err, &ie) {
-					got = append(got, fmt.Sprintf("err:%s@%d", ie.File, ie.Offset))
-					if !errors.Is(err, io.ErrUnexpectedEOF) {
-						t.Errorf("error %v: want a truncation", err)
-					}
-					continue
-				}
-				if err != nil {
-					t.Fatalf("error %v (%T): want an *InputError", err, err)
-				}
-				at := float64(p.CI.Timestamp.Sub(t0)) / float64(time.Millisecond)
-				got = append(got, fmt.Sprintf("%s@%g", p.Data, at))
-			}
-			if g := strings.Join(got, " "); g != tt.want {
-				t.Errorf("merged:\n got %s\nwant %s", g, tt.want)
-			}
-			if _, err := m.Next(); err != io.EOF {
-				t.Errorf("after the end: %v, want io.EOF", err)
-			}
-			if l := m.Layout(); l != tt.layout {
-				t.Errorf("layout %v, want %v", l, tt.layout)
-			}
-		})
+			continue
+		}
+		if err != nil {
+			t.Fatalf("error %v (%T): want an *InputError", err, err)
+		}
+		at := float64(p.CI.Timestamp.Sub(t0)) / float64(time.Millisecond)
+		got = append(got, fmt.Sprintf("%s@%g", p.Data, at))
+	}
+	if g := strings.Join(got, " "); g != want {
+		t.Errorf("merged:\n got %s\nwant %s", g, want)
+	}
+	if _, err := m.Next(); err != io.EOF {
+		t.Errorf("after the end: %v, want io.EOF", err)
+	}
+	if l := m.Layout(); l != layout {
+		t.Errorf("layout %v, want %v", l, layout)
+	}
+	for i, s := range srcs {
+		if s.ra != nil && (s.ra.active() || s.ra.empty != nil) {
+			t.Errorf("source %d read to its end still reads ahead or holds buffers", i)
+		}
+	}
+	if codec == "none" && mostAhead > 0 {
+		t.Errorf("an uncompressed source was read ahead")
 	}
 }
 
@@ -316,5 +350,85 @@ func TestMergeAllocations(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per packet, want 0", allocs)
+	}
+}
+
+// TestMergeReadsAhead: compressed files too large for the first read are
+// decompressed ahead while they are read, at most maxReadAhead at once,
+// and give the same packets as uncompressed; rotated files read one after
+// the other reuse one set of buffers.
+func TestMergeReadsAhead(t *testing.T) {
+	label := strings.Repeat("x", 1000)
+	files := func(n int, rotated bool) [][]mpkt {
+		var out [][]mpkt
+		for f := range n {
+			var pkts []mpkt
+			for i := range 1000 { // 1 MB a file
+				at := 4*i + f // interleaved in time
+				if rotated {
+					at = 1000*f + i
+				}
+				pkts = append(pkts, mpkt{fmt.Sprintf("%d-%04d-%s", f, i, label), ms(float64(at))})
+			}
+			out = append(out, pkts)
+		}
+		return out
+	}
+	tests := []struct {
+		name      string
+		files     [][]mpkt
+		mostAhead int // sources read ahead at once, at most
+		sets      int // sets of buffers made
+	}{
+		{"interleaved", files(4, false), maxReadAhead, maxReadAhead},
+		{"rotated", files(6, true), 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			testMergeReadsAhead(t, tt.files, tt.mostAhead, tt.sets)
+		})
+	}
+}
+
+func testMergeReadsAhead(t *testing.T, files [][]mpkt, wantAhead, wantSets int) {
+	var bufs int
+	read := func(compress bool) (labels []string, mostAhead int) {
+		var srcs []*Source
+		for i, pkts := range files {
+			data := mergeFile(t, pkts, 0)
+			if compress {
+				data = gz(data)
+			}
+			s, err := NewSource(fmt.Sprintf("f%d", i), bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srcs = append(srcs, s)
+		}
+		m := Merge(srcs, MergeOptions{})
+		defer m.Close()
+		for {
+			mostAhead = max(mostAhead, m.aheadN)
+			p, err := m.Next()
+			if err == io.EOF {
+				bufs = len(m.bufs.free) // every source ended: all given back
+				return labels, mostAhead
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			labels = append(labels, string(p.Data[:6]))
+		}
+	}
+	plain, _ := read(false)
+	got, mostAhead := read(true)
+	if len(got) != 1000*len(files) || !slices.Equal(got, plain) {
+		t.Errorf("gzip: %d packets, equal to uncompressed: %v", len(got), slices.Equal(got, plain))
+	}
+	if mostAhead != wantAhead {
+		t.Errorf("at most %d sources read ahead at once, want %d", mostAhead, wantAhead)
+	}
+	if bufs != wantSets*readAheadBuffers {
+		t.Errorf("%d buffers made, want %d", bufs, wantSets*readAheadBuffers)
 	}
 }

@@ -1,32 +1,47 @@
 package capture
 
-import "io"
+import (
+	"errors"
+	"io"
+)
 
-// A compressed capture is decompressed on a goroutine of its own, ahead of
-// the packets being read, so that the second core decompresses while the
+// A compressed capture can be decompressed on a goroutine of its own, ahead
+// of the packets being read, so that the second core decompresses while the
 // first reassembles and decodes: gzip runs at a few hundred MB/s, slower
-// than all that follows it. Four buffers of 128 KiB (512 KiB a compressed
-// file): smaller ones hand over too often to gain anything (measured on
-// the 100 MB bench capture, zstd: 64 KiB none, 128 KiB and 256 KiB 20%, two
-// buffers of 256 KiB 5%). An uncompressed file is not read ahead: the
-// hand-over and the extra copy cost what the overlapped read saves.
+// than all that follows it. Four buffers of 128 KiB (512 KiB a file while it
+// is read ahead): smaller ones hand over too often to gain anything
+// (measured on the 100 MB bench capture, zstd: 64 KiB none, 128 KiB and 256
+// KiB 20%, two buffers of 256 KiB 5%). An uncompressed file is not read
+// ahead: the hand-over and the extra copy cost what the overlapped read
+// saves.
 const (
 	readAheadBuffers = 4
 	readAheadSize    = 1 << 17
 )
 
-// readAhead reads r on its own goroutine into a few buffers, handed to Read
-// in order. Read returns every byte r gave before the error r returned,
-// then that error. Close stops the goroutine without waiting for it (it may
-// be blocked in r.Read, as on a pipe): the goroutine runs release, if any,
-// when it stops, so that r is released by the one goroutine that reads it.
+// errClosed is what Read returns after Close.
+var errClosed = errors.New("capture: read after close")
+
+// readAhead reads r, at first directly in Read; once started, on its own
+// goroutine into a few buffers, handed to Read in order. Either way Read
+// returns every byte r gave before the error r returned, then that error.
+// Buffers are made when it starts and dropped once Read has returned r's
+// error, so that a file read to its end holds none. Close stops the
+// goroutine without waiting for it (it may be blocked in r.Read, as on a
+// pipe); release, if any, runs once r is no longer read: at Close before
+// the start, else when the goroutine stops.
 type readAhead struct {
-	full  chan chunk    // filled buffers, in order
-	empty chan []byte   // buffers to fill
-	done  chan struct{} // closed by Close
-	cur   []byte        // the unread part of the chunk being read
-	buf   []byte        // that chunk's buffer, to give back
-	err   error         // r's error after the chunk being read
+	r       io.Reader
+	release func()
+	pool    *bufPool // where the buffers come from and go back to, if any
+	started bool
+	closed  bool
+	full    chan chunk    // filled buffers, in order
+	empty   chan []byte   // buffers to fill
+	done    chan struct{} // closed by Close once started
+	cur     []byte        // the unread part of the chunk being read
+	buf     []byte        // that chunk's buffer, to give back
+	err     error         // r's error after the chunk being read
 }
 
 type chunk struct {
@@ -35,22 +50,55 @@ type chunk struct {
 }
 
 func newReadAhead(r io.Reader, release func()) *readAhead {
-	ra := &readAhead{
-		full:  make(chan chunk, readAheadBuffers),
-		empty: make(chan []byte, readAheadBuffers),
-		done:  make(chan struct{}),
+	return &readAhead{r: r, release: release}
+}
+
+// active reports whether the goroutine reads ahead: started, and neither
+// closed nor ended.
+func (ra *readAhead) active() bool { return ra.started && !ra.closed && ra.full != nil }
+
+// start reads ahead from now on, unless r has ended or Close was called,
+// with buffers from pool (made anew when nil or empty).
+func (ra *readAhead) start(pool *bufPool) {
+	if ra.started || ra.closed || ra.err != nil {
+		return
 	}
+	ra.started, ra.pool = true, pool
+	ra.full = make(chan chunk, readAheadBuffers)
+	ra.empty = make(chan []byte, readAheadBuffers)
+	ra.done = make(chan struct{})
 	for range readAheadBuffers {
-		ra.empty <- make([]byte, readAheadSize)
+		ra.empty <- pool.get()
 	}
-	go ra.fill(r, release)
-	return ra
+	go ra.fill()
+}
+
+// bufPool keeps the buffers of read-aheads that ended for the next ones: a
+// merge of many rotated files reuses a few buffers instead of making four
+// for every file. It is used by the reading goroutine only.
+type bufPool struct{ free [][]byte }
+
+func (p *bufPool) get() []byte {
+	if p != nil {
+		if n := len(p.free); n > 0 {
+			b := p.free[n-1]
+			p.free = p.free[:n-1]
+			return b
+		}
+	}
+	return make([]byte, readAheadSize)
+}
+
+func (p *bufPool) put(b []byte) {
+	if p != nil {
+		p.free = append(p.free, b[:cap(b)])
+	}
 }
 
 // fill reads r into empty buffers until r's first error or Close.
-func (ra *readAhead) fill(r io.Reader, release func()) {
-	if release != nil {
-		defer release()
+func (ra *readAhead) fill() {
+	if ra.release != nil {
+		defer ra.release()
 	}
 	for {
 		var buf []byte
@@ -63,7 +111,7 @@ func (ra *readAhead) fill(r io.Reader, release func()) {
 		var err error
 		for n < len(buf) && err == nil {
 			var m int
-			m, err = r.Read(buf[n:])
+			m, err = ra.r.Read(buf[n:])
 			n += m
 		}
 		select {
@@ -78,15 +126,26 @@ func (ra *readAhead) fill(r io.Reader, release func()) {
 }
 
 func (ra *readAhead) Read(p []byte) (int, error) {
+	switch {
+	case ra.closed:
+		return 0, errClosed
+	case !ra.started:
+		n, err := ra.r.Read(p)
+		if err != nil {
+			ra.err = err
+		}
+		return n, err
+	}
 	for len(ra.cur) == 0 {
 		if ra.buf != nil {
 			ra.empty <- ra.buf[:cap(ra.buf)] // never blocks: there is room for every buffer
 			ra.buf = nil
 		}
 		if ra.err != nil {
+			ra.drop()
 			return 0, ra.err
 		}
-		c := <-ra.full
+		c := <-ra.full // the goroutine sends until it has sent r's error
 		ra.cur, ra.buf, ra.err = c.b, c.b, c.err
 	}
 	n := copy(p, ra.cur)
@@ -94,11 +153,32 @@ func (ra *readAhead) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// Close stops the goroutine; Read must not be called after it.
+// drop lets the buffers and r go once r's error has been read: the
+// goroutine stopped after sending it (and released r), so that a file read
+// to its end holds no memory until it is closed (a merge of many files
+// closes them all at its end).
+func (ra *readAhead) drop() {
+	if ra.empty == nil {
+		return
+	}
+	for len(ra.empty) > 0 {
+		ra.pool.put(<-ra.empty)
+	}
+	ra.empty, ra.full, ra.cur, ra.buf = nil, nil, nil, nil
+	ra.r, ra.release = nil, nil
+}
+
+// Close stops reading r; Read returns errClosed after it.
 func (ra *readAhead) Close() {
-	select {
-	case <-ra.done:
-	default:
+	if ra.closed {
+		return
+	}
+	ra.closed = true
+	if ra.started {
 		close(ra.done)
+		return
+	}
+	if ra.release != nil {
+		ra.release()
 	}
 }

@@ -3,6 +3,7 @@ package capture
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"testing/iotest"
@@ -19,51 +20,67 @@ func TestReadAhead(t *testing.T) {
 	errBad := errors.New("bad block")
 	tests := []struct {
 		name    string
-		r       io.Reader
+		r       func() io.Reader
 		want    []byte
 		wantErr error
 		readLen int
 	}{
-		{"empty", bytes.NewReader(nil), nil, io.EOF, 4096},
-		{"one byte", bytes.NewReader(data[:1]), data[:1], io.EOF, 4096},
-		{"one buffer", bytes.NewReader(data[:readAheadSize]), data[:readAheadSize], io.EOF, 4096},
-		{"several buffers, large reads", bytes.NewReader(data), data, io.EOF, 1 << 20},
-		{"several buffers, odd reads", bytes.NewReader(data), data, io.EOF, 999},
-		{"a byte a read underneath", iotest.OneByteReader(bytes.NewReader(data[:5000])), data[:5000], io.EOF, 4096},
-		{"data with the error", iotest.DataErrReader(bytes.NewReader(data)), data, io.EOF, 4096},
-		{"error after data", io.MultiReader(bytes.NewReader(data), iotest.ErrReader(errBad)), data, errBad, 4096},
-		{"error at once", iotest.ErrReader(io.ErrUnexpectedEOF), nil, io.ErrUnexpectedEOF, 4096},
+		{"empty", func() io.Reader { return bytes.NewReader(nil) }, nil, io.EOF, 4096},
+		{"one byte", func() io.Reader { return bytes.NewReader(data[:1]) }, data[:1], io.EOF, 4096},
+		{"one buffer", func() io.Reader { return bytes.NewReader(data[:readAheadSize]) }, data[:readAheadSize], io.EOF, 4096},
+		{"several buffers, large reads", func() io.Reader { return bytes.NewReader(data) }, data, io.EOF, 1 << 20},
+		{"several buffers, odd reads", func() io.Reader { return bytes.NewReader(data) }, data, io.EOF, 999},
+		{"a byte a read underneath", func() io.Reader { return iotest.OneByteReader(bytes.NewReader(data[:5000])) }, data[:5000], io.EOF, 4096},
+		{"data with the error", func() io.Reader { return iotest.DataErrReader(bytes.NewReader(data)) }, data, io.EOF, 4096},
+		{"error after data", func() io.Reader { return io.MultiReader(bytes.NewReader(data), iotest.ErrReader(errBad)) }, data, errBad, 4096},
+		{"error at once", func() io.Reader { return iotest.ErrReader(io.ErrUnexpectedEOF) }, nil, io.ErrUnexpectedEOF, 4096},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			released := make(chan struct{})
-			ra := newReadAhead(tt.r, func() { close(released) })
-			defer ra.Close()
-			var got []byte
-			p := make([]byte, tt.readLen)
-			var err error
-			for err == nil {
-				var n int
-				n, err = ra.Read(p)
-				got = append(got, p[:n]...)
-			}
-			if !bytes.Equal(got, tt.want) {
-				t.Errorf("read %d bytes, want %d (equal: %v)", len(got), len(tt.want), bytes.Equal(got, tt.want))
-			}
-			if !errors.Is(err, tt.wantErr) {
-				t.Errorf("error %v, want %v", err, tt.wantErr)
-			}
-			if n, again := ra.Read(p); n != 0 || !errors.Is(again, tt.wantErr) {
-				t.Errorf("Read after the error: %d, %v", n, again)
-			}
-			<-released // the reader's goroutine stopped at the error and released it
-		})
+	// startAt: read this many bytes directly before starting to read ahead
+	// (-1: never start).
+	for _, startAt := range []int{0, 1000, -1} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/start at %d", tt.name, startAt), func(t *testing.T) {
+				r := tt.r()
+				released := make(chan struct{})
+				ra := newReadAhead(r, func() { close(released) })
+				var got []byte
+				p := make([]byte, tt.readLen)
+				var err error
+				for err == nil {
+					if startAt >= 0 && len(got) >= startAt {
+						ra.start(nil)
+					}
+					var n int
+					n, err = ra.Read(p)
+					got = append(got, p[:n]...)
+				}
+				if !bytes.Equal(got, tt.want) {
+					t.Errorf("read %d bytes, want %d (equal: %v)", len(got), len(tt.want), bytes.Equal(got, tt.want))
+				}
+				if !errors.Is(err, tt.wantErr) {
+					t.Errorf("error %v, want %v", err, tt.wantErr)
+				}
+				if n, again := ra.Read(p); n != 0 || !errors.Is(again, tt.wantErr) {
+					t.Errorf("Read after the error: %d, %v", n, again)
+				}
+				if ra.active() || ra.empty != nil {
+					t.Errorf("after the error: still active %v, holding buffers %v", ra.active(), ra.empty != nil)
+				}
+				ra.Close()
+				<-released // by the goroutine at the error, or by Close when never started
+				if n, err := ra.Read(p); n != 0 || !errors.Is(err, errClosed) {
+					t.Errorf("Read after Close: %d, %v", n, err)
+				}
+			})
+		}
 	}
 }
 
-// blockingReader gives one byte, then blocks in Read until unblock closes.
+// blockingReader gives one byte, then closes blocked and blocks in Read
+// until unblock closes.
 type blockingReader struct {
 	gave    bool
+	blocked chan struct{}
 	unblock chan struct{}
 }
 
@@ -73,6 +90,7 @@ func (b *blockingReader) Read(p []byte) (int, error) {
 		p[0] = 'x'
 		return 1, nil
 	}
+	close(b.blocked)
 	<-b.unblock
 	return 0, io.EOF
 }
@@ -81,9 +99,11 @@ func (b *blockingReader) Read(p []byte) (int, error) {
 // reader (a pipe that will not be written again), and the goroutine
 // releases the reader once its Read returns; Close twice is harmless.
 func TestReadAheadClose(t *testing.T) {
-	br := &blockingReader{unblock: make(chan struct{})}
+	br := &blockingReader{blocked: make(chan struct{}), unblock: make(chan struct{})}
 	released := make(chan struct{})
 	ra := newReadAhead(br, func() { close(released) })
+	ra.start(nil)
+	<-br.blocked
 	closed := make(chan struct{})
 	go func() {
 		ra.Close()

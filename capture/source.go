@@ -59,8 +59,9 @@ const zstdMaxWindow = 1 << 27
 // A Source is not safe for concurrent use.
 type Source struct {
 	name    string
-	file    io.Closer // closed by Close when the Source opened it
-	closeFn func()    // releases the decompressor, if any
+	file    io.Closer  // closed by Close when the Source opened it
+	closeFn func()     // releases the decompressor, if any
+	ra      *readAhead // the decompressor's output, when compressed
 	codec   string
 	in      *countingReader // the input as given, compressed or not
 	cnt     *countingReader
@@ -115,15 +116,15 @@ func NewSource(name string, r io.Reader) (*Source, error) {
 		if err != nil {
 			return nil, s.fail(0, codecError("gzip", err))
 		}
-		ra := newReadAhead(zr, func() { zr.Close() })
-		s.codec, dec, s.closeFn = "gzip", ra, ra.Close
+		s.ra = newReadAhead(zr, func() { zr.Close() })
+		s.codec, dec, s.closeFn = "gzip", s.ra, s.ra.Close
 	case len(head) == 4 && binary.LittleEndian.Uint32(head) == magicZstd:
 		zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(zstdMaxWindow))
 		if err != nil {
 			return nil, s.fail(0, codecError("zstd", err))
 		}
-		ra := newReadAhead(zr, zr.Close)
-		s.codec, dec, s.closeFn = "zstd", ra, ra.Close
+		s.ra = newReadAhead(zr, zr.Close)
+		s.codec, dec, s.closeFn = "zstd", s.ra, s.ra.Close
 	}
 	s.cnt = &countingReader{r: dec, codec: s.codec}
 	s.br = bufio.NewReaderSize(s.cnt, readerSize)
@@ -222,8 +223,21 @@ func (s *Source) Close() error {
 // InputBytes is how many bytes of the input as given (the file, still
 // compressed if it is) the Source has read so far, for progress against the
 // file's size. It runs up to two read buffers (128 KiB) ahead of the packets
-// returned, and is not an offset for errors: InputError.Offset is.
+// returned, and a compressed file read ahead the compressed bytes of 512 KiB
+// more; it is not an offset for errors: InputError.Offset is.
 func (s *Source) InputBytes() int64 { return s.in.n.Load() }
+
+// readAhead starts decompressing ahead of the packets read, on another
+// goroutine, with buffers from pool (given back there at the end), and
+// reports whether the Source does so (only a compressed one does, until it
+// ends or closes).
+func (s *Source) readAhead(pool *bufPool) bool {
+	if s.ra == nil {
+		return false
+	}
+	s.ra.start(pool)
+	return s.ra.active()
+}
 
 func (s *Source) fail(off int64, err error) *InputError {
 	return &InputError{File: s.name, Offset: off, Err: err, codec: s.codec}
