@@ -32,6 +32,15 @@ func BenchmarkFraming(b *testing.B) {
 		size += len(m.frame)
 	}
 	b.SetBytes(int64(size / n))
+	loopExchanges(b, c, script)
+	if st := d.Stats(); st.Malformed != 0 || st.Unmatched != 0 {
+		b.Fatalf("stats %+v", st)
+	}
+}
+
+// loopExchanges feeds c the request and response pairs of script, one pair
+// an op, round and round.
+func loopExchanges(b *testing.B, c *Conn, script []msg) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -40,9 +49,6 @@ func BenchmarkFraming(b *testing.B) {
 		m = &script[i%len(script)+1]
 		c.Data(m.fromClient, m.frame, t0)
 		i += 2
-	}
-	if st := d.Stats(); st.Malformed != 0 || st.Unmatched != 0 {
-		b.Fatalf("stats %+v", st)
 	}
 }
 
@@ -74,15 +80,7 @@ func BenchmarkProduceParse(b *testing.B) {
 				}
 				c := d.NewStream(client, broker, t0)
 				b.SetBytes(int64(size / 64))
-				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					m := &script[i%len(script)]
-					c.Data(m.fromClient, m.frame, t0)
-					m = &script[i%len(script)+1]
-					c.Data(m.fromClient, m.frame, t0)
-					i += 2
-				}
+				loopExchanges(b, c, script)
 				if st := d.Stats(); st.Malformed != 0 || st.ProduceResponses == 0 {
 					b.Fatalf("stats %+v", st)
 				}
