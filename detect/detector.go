@@ -333,6 +333,7 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		return true
 	}
 
+	filed := slot != taken // the lookup left the digest h free
 	if len(d.free) > 0 {
 		slot = d.free[len(d.free)-1]
 		d.free = d.free[:len(d.free)-1]
@@ -358,13 +359,15 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 	}
 	d.keepRecords(slot, bt)
 	d.watchBatch(b)
-	if bt.ProducerID >= 0 {
-		file(d.bySeq, h, slot)
+	switch {
+	case !filed:
+	case bt.ProducerID >= 0:
+		d.bySeq[h] = slot
 		if byClient {
 			d.byClient++
 		}
-	} else {
-		file(d.byBytes, h, slot)
+	default:
+		d.byBytes[h] = slot
 	}
 	d.live++
 	d.push(slot, b)

@@ -11,32 +11,39 @@ import "hash/maphash"
 // second is then not indexed, and a re-send of it goes unmatched.
 
 // findSeq returns the slot of the batch filed under k, and k's digest.
+// Not found, the slot is taken when another key holds the digest (the new
+// batch is then not filed), else free.
 func (d *Detector) findSeq(k seqKey) (int32, bool, uint64) {
 	h := maphash.Comparable(d.seed, k)
 	slot, ok := d.bySeq[h]
-	if ok && d.seqKey(d.slab.at(slot)) != k {
-		return 0, false, h
+	switch {
+	case !ok:
+		return free, false, h
+	case d.seqKey(d.slab.at(slot)) != k:
+		return taken, false, h
 	}
-	return slot, ok, h
+	return slot, true, h
 }
 
-// findBytes returns the slot of the batch filed under k, and k's digest.
+// findBytes is findSeq for the index of batches by bytes.
 func (d *Detector) findBytes(k bytesKey) (int32, bool, uint64) {
 	h := maphash.Comparable(d.seed, k)
 	slot, ok := d.byBytes[h]
-	if ok && d.bytesKey(d.slab.at(slot)) != k {
-		return 0, false, h
+	switch {
+	case !ok:
+		return free, false, h
+	case d.bytesKey(d.slab.at(slot)) != k:
+		return taken, false, h
 	}
-	return slot, ok, h
+	return slot, true, h
 }
 
-// file files slot under the digest h in the index m, unless another key
-// holds the digest (the lookup that gave h found none of its own).
-func file(m map[uint64]int32, h uint64, slot int32) {
-	if _, taken := m[h]; !taken {
-		m[h] = slot
-	}
-}
+// The slot a find returns when it found no batch of its key: the digest
+// is free to file the new batch under, or taken by another key.
+const (
+	free  int32 = -1
+	taken int32 = -2
+)
 
 // unfile removes slot from the index m, where h is its key's digest,
 // leaving the entry of another batch whose key shares the digest.
