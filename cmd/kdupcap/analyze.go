@@ -171,7 +171,7 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		maxBatches:  cfg.maxBatches,
 		scope:       cfg.scope,
 		records:     cfg.records,
-		recordMatch: cfg.recordMatch || cfg.appDuplicates,
+		recordMatch: cfg.recordMatch,
 		allRecords:  cfg.appDuplicates,
 		observe:     prof.Produce,
 	}

@@ -244,7 +244,7 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		idleTimeout: cfg.idleTimeout,
 		scope:       cfg.scope,
 		records:     cfg.records,
-		recordMatch: cfg.recordMatch || cfg.appDups,
+		recordMatch: cfg.recordMatch,
 		allRecords:  cfg.appDups,
 		live:        true,
 		settle:      cfg.settle,

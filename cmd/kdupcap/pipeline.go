@@ -85,7 +85,7 @@ func (o *pipelineOptions) detectOptions() detect.Options {
 
 // decodeOptions are the Decoder's options for o, for every pipeline.
 func (o *pipelineOptions) decodeOptions() decode.Options {
-	dopts := decode.Options{Ports: o.ports, Sniff: o.sniff, Records: o.records, RecordPrints: o.recordMatch}
+	dopts := decode.Options{Ports: o.ports, Sniff: o.sniff, Records: o.records, RecordPrints: o.recordMatch || o.allRecords}
 	if o.live {
 		dopts.MaxConnections = liveMaxConnections
 	}

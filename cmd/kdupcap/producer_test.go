@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/internal/kafkatest"
 )
 
@@ -196,7 +195,7 @@ func TestProducerSettings(t *testing.T) {
 			}
 			for _, part := range res.Log.Partitions {
 				for _, b := range part.Batches {
-					if got := detect.CodecName(b.Attributes); got != w.codec {
+					if got := b.Codec().String(); got != w.codec {
 						t.Errorf("log batch at %d/%d compressed with %s, configured %s", part.Partition, b.BaseOffset, got, w.codec)
 					}
 				}

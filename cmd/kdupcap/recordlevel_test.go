@@ -346,10 +346,12 @@ func checkRecordFindings(t *testing.T, res *kafkatest.Result, a cliResult, sameB
 				}
 				// The copy at the lowest offset came from the faulted
 				// request, answered REQUEST_TIMED_OUT.
+				first := false
 				for _, cp := range rec.Copies {
 					if cp.Offset == nil || *cp.Offset != want[0] || cp.Attempt < 0 || cp.Attempt >= len(found.Attempts) {
 						continue
 					}
+					first = true
 					at := found.Attempts[cp.Attempt]
 					if !faulted[at.CorrelationID] {
 						t.Errorf("%s: first copy from correlation ID %d, the faulted requests were %v", where, at.CorrelationID, res.Events)
@@ -357,6 +359,9 @@ func checkRecordFindings(t *testing.T, res *kafkatest.Result, a cliResult, sameB
 					if at.Response == nil || at.Response.ErrorCode != 7 {
 						t.Errorf("%s: first copy's attempt %+v, want answered REQUEST_TIMED_OUT (7)", where, at)
 					}
+				}
+				if !first {
+					t.Errorf("%s: no copy at the log's first offset %d", where, want[0])
 				}
 			}
 			if int(found.RecordCount) < len(found.Records) {

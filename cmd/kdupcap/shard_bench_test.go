@@ -11,7 +11,7 @@ import (
 // worker on another), which --workers never picks.
 func BenchmarkAnalyzeWorkers(b *testing.B) {
 	path, m, size := benchInput(b)
-	opts := pipelineOptions{ports: []uint16{9092}, sniff: true, window: defaultWindow, idleTimeout: defaultIdleTimeout}
+	opts := pipelineOptions{ports: []uint16{9092}, sniff: true, window: defaultWindow, idleTimeout: defaultIdleTimeout, recordMatch: true}
 	for _, n := range []int{1, 0, 2, 3} {
 		name := fmt.Sprintf("workers=%d", n)
 		if n == 0 {
