@@ -134,11 +134,12 @@ type Detector struct {
 	// slot; nil while none came (decode.Options.Records off).
 	records map[int32][]decode.Record
 	// recs is the record-level matching state, nil until prints come.
-	recs       *recState
-	maxRecords int
+	recs *recState
 	// hot holds, per client and partition (partitionKey), the batches
 	// still to be matched after a failed or unanswered attempt.
 	hot map[uint64]hotPartition
+	// hotUntil is the latest until of hot: past it, all of hot has passed.
+	hotUntil int64
 	// fetch and txn hold the evidence of fetched data and transactions
 	// (evidence.go, txn.go).
 	fetch fetchState
@@ -163,18 +164,17 @@ func New(opts Options) *Detector {
 		opts.Scope = ScopeBoth
 	}
 	return &Detector{
-		opts:       opts,
-		maxRecords: opts.MaxRecords,
-		scope:      opts.Scope,
-		seed:       maphash.MakeSeed(),
-		window:     int64(opts.Window),
-		settle:     int64(opts.Settle),
-		reports:    make(map[int32]reportState),
-		bySeq:      make(map[uint64]int32),
-		byBytes:    make(map[uint64]int32),
-		newest:     math.MinInt64,
-		stats:      Stats{ByVerdict: make(map[Verdict]int64)},
-		topics:     make(map[topicKey]*TopicStats),
+		opts:    opts,
+		scope:   opts.Scope,
+		seed:    maphash.MakeSeed(),
+		window:  int64(opts.Window),
+		settle:  int64(opts.Settle),
+		reports: make(map[int32]reportState),
+		bySeq:   make(map[uint64]int32),
+		byBytes: make(map[uint64]int32),
+		newest:  math.MinInt64,
+		stats:   Stats{ByVerdict: make(map[Verdict]int64)},
+		topics:  make(map[topicKey]*TopicStats),
 	}
 }
 

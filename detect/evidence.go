@@ -178,7 +178,7 @@ func (d *Detector) activateWatch() {
 		}
 	}
 	for i := d.fetch.evidenced; i < len(d.findings); i++ {
-		if f := &d.findings[i]; f.Kind == KindBatch || f.Kind == "" {
+		if f := &d.findings[i]; f.Kind == KindBatch {
 			d.watchKey(f.fp(), f.Topic, f.TopicID)
 		}
 	}
@@ -219,7 +219,6 @@ func (d *Detector) Fetch(f *decode.Fetch) {
 	if !d.fetch.active {
 		d.activateWatch()
 	}
-	d.stats.FetchResponses++
 	ref := WireExchange{RequestTime: f.RequestTime, ResponseTime: f.ResponseTime}
 	if f.Conn != nil {
 		ref.ConnID, ref.Client, ref.Broker = f.Conn.ID, f.Conn.Client, f.Conn.Broker
@@ -236,7 +235,6 @@ func (d *Detector) Fetch(f *decode.Fetch) {
 		}
 		for j := range p.Batches {
 			fb := &p.Batches[j]
-			d.stats.FetchedBatches++
 			if c != nil && fb.LastOffsetDelta >= 0 {
 				c.add(fb.BaseOffset, fb.BaseOffset+int64(fb.LastOffsetDelta)+1)
 			}
@@ -327,7 +325,7 @@ func (c *cover) covers(off, after int64) (int64, bool) {
 // batch, and sets Evidence, FetchedOffsets and Fetches.
 func (d *Detector) applyEvidence(f *Finding) {
 	f.Evidence = EvidenceProduce
-	if f.Kind != KindBatch && f.Kind != "" {
+	if f.Kind != KindBatch {
 		return // fetched batches show batch bytes, not records re-batched
 	}
 	w := d.fetch.watch[f.fp()]

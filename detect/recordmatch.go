@@ -141,6 +141,9 @@ const (
 func (d *Detector) matchRecords(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, seen int64, again bool) {
 	failed := at.acks != 0 && (!at.responded || !at.partResp || at.errorCode != 0)
 	want := d.opts.AllRecords
+	if len(d.hot) > 0 && d.hotUntil < seen {
+		clear(d.hot) // every one has passed its window, sent to again or not
+	}
 	if !failed && !want && len(d.hot) == 0 {
 		return // the common case: nothing failed lately
 	}
@@ -154,6 +157,7 @@ func (d *Detector) matchRecords(conn *decode.ConnInfo, bt *decode.Batch, at *att
 			h = hotPartition{}
 		}
 		h.until = seen + d.recWindow()
+		d.hotUntil = max(d.hotUntil, h.until)
 		h.budget = min(h.budget+hotBudget, 1<<20)
 		h.failures = min(h.failures+1, 1<<20)
 		d.hot[part] = h
@@ -245,7 +249,7 @@ func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen i
 	if rs.carriers[ci].refs == 0 {
 		rs.freeC = append(rs.freeC, ci)
 	}
-	for len(rs.entries) > d.maxRecords {
+	for len(rs.entries) > d.opts.MaxRecords {
 		if !d.evictRecord() {
 			break
 		}

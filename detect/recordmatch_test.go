@@ -320,3 +320,20 @@ func TestHotPartitionCools(t *testing.T) {
 		})
 	}
 }
+
+// TestHotPartitionsExpire: a failure whose partition is never sent to again
+// stops making every other batch look up the hot partitions once its
+// window has passed.
+func TestHotPartitionsExpire(t *testing.T) {
+	d := New(Options{})
+	d.Produce(ex(conn1, 1, 0, 520, 7, 0, recs(0xa, 1)))
+	d.Produce(ex(conn1, 2, 600, 610, 0, 0, part(recs(0xb, 2), 1)))
+	if len(d.hot) != 1 {
+		t.Fatalf("%d hot partitions after the failure, want 1", len(d.hot))
+	}
+	late := float64(d.recWindow()/int64(time.Millisecond)) + 1000
+	d.Produce(ex(conn1, 3, late, late+10, 0, 1, part(recs(0xc, 3), 1)))
+	if len(d.hot) != 0 {
+		t.Errorf("%d hot partitions past the window, want none", len(d.hot))
+	}
+}

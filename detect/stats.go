@@ -42,9 +42,6 @@ type Stats struct {
 	RecordPrints   int64
 	RecordsEvicted int64
 	RecordFindings int64
-	// FetchResponses and FetchedBatches count what Fetch was given.
-	FetchResponses int64
-	FetchedBatches int64
 	// Remembered is the number of batches remembered now.
 	Remembered int
 	// Topics holds the per-topic counts, sorted by Topic.
