@@ -69,13 +69,18 @@ func recordBatch(producerID int64, epoch int16, seq, n int32, payload string) []
 // legacySet builds a message set of n messages of the given magic with
 // offsets from offset.
 func legacySet(magic int8, offset int64, n int, payload string) []byte {
+	return legacySetAt(magic, offset, n, payload, 1700000000000)
+}
+
+// legacySetAt is legacySet with magic 1 timestamps from ts (Unix ms) on.
+func legacySetAt(magic int8, offset int64, n int, payload string, ts int64) []byte {
 	var out []byte
 	for i := range n {
 		var body []byte
 		body = append(body, 0, 0, 0, 0) // crc
 		body = append(body, byte(magic), 0)
 		if magic == 1 {
-			body = kbin.AppendInt64(body, 1700000000000+int64(i))
+			body = kbin.AppendInt64(body, ts+int64(i))
 		}
 		body = kbin.AppendNullableBytes(body, nil)
 		body = kbin.AppendNullableBytes(body, []byte(payload))

@@ -92,11 +92,23 @@ func TestRecordPrintsKeptOnlyWhenAsked(t *testing.T) {
 	}
 }
 
+// TestLegacyRecordPrints: a legacy message's print is its key and value,
+// not its offset or timestamp (a rebuilt retry changes both), and another
+// value is another print.
 func TestLegacyRecordPrints(t *testing.T) {
 	d := New(nil, Options{RecordPrints: true})
-	a := printsOfBatch(t, d, legacySet(1, 0, 3, "same"))
-	b := printsOfBatch(t, d, legacySet(1, 40, 3, "same"))
+	a := printsOfBatch(t, d, legacySetAt(1, 0, 3, "same", 1700000000000))
+	b := printsOfBatch(t, d, legacySetAt(1, 40, 3, "same", 1700000005000))
+	c := printsOfBatch(t, d, legacySetAt(1, 0, 3, "other", 1700000000000))
 	if len(a) != 3 || !slices.Equal(a, b) {
-		t.Errorf("legacy prints %v and %v", a, b)
+		t.Errorf("the same messages at other offsets and times: prints %v and %v", a, b)
+	}
+	for i := range min(len(a), len(c)) {
+		if a[i].Hash == c[i].Hash {
+			t.Errorf("record %d: another value, the same print %x", i, a[i].Hash)
+		}
+	}
+	if len(c) != 3 {
+		t.Errorf("%d prints of 3 messages", len(c))
 	}
 }
