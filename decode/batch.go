@@ -120,6 +120,9 @@ func (d *Decoder) appendBatches(dst []Batch, records []byte, topic string, id [1
 // recordBatch reads the RecordBatch at the start of b and returns it with
 // its length.
 func (d *Decoder) recordBatch(b []byte) (Batch, int, error) {
+	if bt, n, ok := recordBatchAt(b); ok {
+		return bt, n, nil
+	}
 	if len(b) < batchHeaderBytes {
 		return Batch{}, 0, fmt.Errorf("partial record batch header of %d bytes", len(b))
 	}
@@ -127,13 +130,24 @@ func (d *Decoder) recordBatch(b []byte) (Batch, int, error) {
 	if length < batchHeaderBytes-12 {
 		return Batch{}, 0, fmt.Errorf("record batch length %d", length)
 	}
+	return Batch{}, 0, fmt.Errorf("partial record batch: %d of %d bytes", len(b), 12+int(length))
+}
+
+// recordBatchAt is recordBatch without an error to format (a fetch's last
+// batch is cut short by its byte limit as a rule): false when b does not
+// start with a whole RecordBatch.
+func recordBatchAt(b []byte) (Batch, int, bool) {
+	if len(b) < batchHeaderBytes {
+		return Batch{}, 0, false
+	}
+	length := int32(binary.BigEndian.Uint32(b[8:]))
 	n := 12 + int(length)
-	if n > len(b) {
-		return Batch{}, 0, fmt.Errorf("partial record batch: %d of %d bytes", len(b), n)
+	if length < batchHeaderBytes-12 || n > len(b) {
+		return Batch{}, 0, false
 	}
 	bt := batchHeader(b, n)
 	bt.Hash = batchFingerprint(b, n)
-	return bt, n, nil
+	return bt, n, true
 }
 
 // batchHeader reads the header fields of the RecordBatch of n bytes at the

@@ -58,11 +58,9 @@ type FetchedPartition struct {
 }
 
 // FetchedBatch is one record batch as the log holds it: BaseOffset is the
-// offset of its first record. Batch holds the same header fields and CRC a
-// produced batch has; Hash is left zero for a RecordBatch (consumers move
-// more bytes than producers: the CRC and header fields identify a batch
-// without hashing every fetched byte), set for a legacy message set;
-// Records and Response are never set.
+// offset of its first record. Batch holds the same header fields, CRC and
+// Hash a produced batch has (the fingerprint reads the header and both ends,
+// never every fetched byte); Records and Response are never set.
 type FetchedBatch struct {
 	BaseOffset int64
 	Batch
@@ -295,7 +293,10 @@ func (d *Decoder) fetchedBatches(records []byte) []FetchedBatch {
 		)
 		switch int8(b[16]) {
 		case 2:
-			batch, n, err = fetchedRecordBatch(b)
+			var ok bool
+			if batch, n, ok = recordBatchAt(b); !ok {
+				err = errTruncated
+			}
 		case 0, 1:
 			// A legacy set runs to the next RecordBatch; its offsets are
 			// each message's own, the first one's kept.
@@ -310,20 +311,6 @@ func (d *Decoder) fetchedBatches(records []byte) []FetchedBatch {
 		off += n
 	}
 	return out
-}
-
-// fetchedRecordBatch reads the header of the RecordBatch at the start of b
-// and returns it with its length, like recordBatch but without hashing.
-func fetchedRecordBatch(b []byte) (Batch, int, error) {
-	if len(b) < batchHeaderBytes {
-		return Batch{}, 0, errTruncated
-	}
-	length := int32(binary.BigEndian.Uint32(b[8:]))
-	n := 12 + int(length)
-	if length < batchHeaderBytes-12 || n > len(b) {
-		return Batch{}, 0, errTruncated
-	}
-	return batchHeader(b, n), n, nil
 }
 
 // topicSource is the Metadata response that first named a topic ID.
