@@ -58,19 +58,18 @@ const zstdMaxWindow = 1 << 27
 //
 // A Source is not safe for concurrent use.
 type Source struct {
-	name    string
-	file    io.Closer  // closed by Close when the Source opened it
-	closeFn func()     // releases the decompressor, if any
-	ra      *readAhead // the decompressor's output, when compressed
-	codec   string
-	in      *countingReader // the input as given, compressed or not
-	cnt     *countingReader
-	br      *bufio.Reader
-	pcap    *pcapgo.Reader
-	ng      *pcapgo.NgReader
-	link    layers.LinkType
-	good    int64 // stream offset after the last whole packet
-	err     error // sticky: returned by every Next after the first error
+	name  string
+	file  io.Closer  // closed by Close when the Source opened it
+	ra    *readAhead // the decompressor's output, when compressed
+	codec string
+	in    *countingReader // the input as given, compressed or not
+	cnt   *countingReader
+	br    *bufio.Reader
+	pcap  *pcapgo.Reader
+	ng    *pcapgo.NgReader
+	link  layers.LinkType
+	good  int64 // stream offset after the last whole packet
+	err   error // sticky: returned by every Next after the first error
 }
 
 // Open opens the named capture file; "-" reads standard input. Every error
@@ -117,14 +116,14 @@ func NewSource(name string, r io.Reader) (*Source, error) {
 			return nil, s.fail(0, codecError("gzip", err))
 		}
 		s.ra = newReadAhead(zr, func() { zr.Close() })
-		s.codec, dec, s.closeFn = "gzip", s.ra, s.ra.Close
+		s.codec, dec = "gzip", s.ra
 	case len(head) == 4 && binary.LittleEndian.Uint32(head) == magicZstd:
 		zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(zstdMaxWindow))
 		if err != nil {
 			return nil, s.fail(0, codecError("zstd", err))
 		}
 		s.ra = newReadAhead(zr, zr.Close)
-		s.codec, dec, s.closeFn = "zstd", s.ra, s.ra.Close
+		s.codec, dec = "zstd", s.ra
 	}
 	s.cnt = &countingReader{r: dec, codec: s.codec}
 	s.br = bufio.NewReaderSize(s.cnt, readerSize)
@@ -206,9 +205,8 @@ func (s *Source) Next() (Packet, error) {
 
 // Close releases the decompressor and closes the file if Open opened it.
 func (s *Source) Close() error {
-	if s.closeFn != nil {
-		s.closeFn()
-		s.closeFn = nil
+	if s.ra != nil {
+		s.ra.Close() // releases the decompressor; a second Close does nothing
 	}
 	if s.file != nil {
 		f := s.file
