@@ -116,14 +116,35 @@ func TestLiveProducers(t *testing.T) {
 	if got, want := producerFacts(producers), producerFacts(want.Producers); !reflect.DeepEqual(got, want) {
 		t.Errorf("live producers:\n%s\nanalyze producers:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	var resent int64
-	for _, p := range producers {
-		if p.ClientID != nil && *p.ClientID == clientID {
-			resent += p.ByVerdict["duplicated"]
+	// And what the broker's log says: one record a batch, every send
+	// appended (the faults answer after the append), so the log's batches
+	// are the sends, a record held n times a batch re-sent n-1 times.
+	var sends, resends int64
+	for _, part := range log.Partitions {
+		for _, b := range part.Batches {
+			sends++
+			if b.NumRecords != 1 {
+				t.Fatalf("harness: a log batch of %d records, want 1", b.NumRecords)
+			}
 		}
 	}
-	if resent != int64(len(findings)) || resent == 0 {
-		t.Errorf("producer %q: %d batches re-sent and duplicated, want %d (the findings)", clientID, resent, len(findings))
+	dups := log.Duplicates()
+	for _, c := range dups {
+		resends += int64(len(c.Records) - 1)
+	}
+	var p *cliProducer
+	for i := range producers {
+		if producers[i].ClientID != nil && *producers[i].ClientID == clientID {
+			p = &producers[i]
+		}
+	}
+	switch {
+	case p == nil:
+		t.Errorf("no producer of client.id %q", clientID)
+	case p.Sends != sends || p.Resends != resends || p.Batches != sends-resends ||
+		p.Resent != int64(len(dups)) || p.ByVerdict["duplicated"] != int64(len(dups)):
+		t.Errorf("producer %q: %d sends, %d re-sends, %d batches, %d re-sent, %d duplicated; the log: %d batches, %d records held more than once (%d extra copies)",
+			clientID, p.Sends, p.Resends, p.Batches, p.Resent, p.ByVerdict["duplicated"], sends, len(dups), resends)
 	}
 
 	// lines: the table's Producers section between the last finding line
