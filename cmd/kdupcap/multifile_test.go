@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kdupcap/kdupcap/capture"
 	"github.com/kdupcap/kdupcap/decode"
@@ -277,7 +279,7 @@ func TestTwoBrokers(t *testing.T) {
 
 	var retried, findings int
 	values := kafkatest.Values("mb", 12)
-	moves := produceWithMoves(ctx, t, kf, addrs, topic, values)
+	moves, refused := produceWithMoves(ctx, t, kf, addrs, topic, values)
 	stopAll()
 	if t.Failed() {
 		return
@@ -326,13 +328,38 @@ func TestTwoBrokers(t *testing.T) {
 	}
 	findings = len(res.Findings)
 	checkTwoBrokerFindings(t, res.Findings, log, held, addrs, retried)
+	// The brokers' count: every produce request the partition's follower
+	// refused made its batch be sent once more.
+	resends := 0
+	for _, f := range res.Findings {
+		resends += len(f.Attempts) - 1
+	}
+	if resends != refused || (moves > 0 && refused == 0) {
+		t.Errorf("the findings hold %d re-sends; the brokers refused %d produce requests as not the leader (%d moves)", resends, refused, moves)
+	}
 }
 
 // produceWithMoves produces values one at a time with a non-idempotent kgo
 // producer, moving the partition's leadership to the other broker after
-// every third record; it returns the number of moves.
-func produceWithMoves(ctx context.Context, t *testing.T, kf *kfake.Cluster, addrs []string, topic string, values []string) int {
+// every third record; it returns the number of moves and how many produce
+// requests for the partition reached the broker that was not its leader
+// (answered NOT_LEADER_OR_FOLLOWER), counted by the brokers.
+func produceWithMoves(ctx context.Context, t *testing.T, kf *kfake.Cluster, addrs []string, topic string, values []string) (int, int) {
 	t.Helper()
+	var lead atomic.Int32 // moved only between two records, none in flight
+	lead.Store(kf.LeaderFor(topic, 0))
+	var refused atomic.Int64
+	kf.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		// The cluster's one topic (Produce v13 names it by ID only).
+		for _, tp := range req.(*kmsg.ProduceRequest).Topics {
+			if slices.ContainsFunc(tp.Partitions, func(p kmsg.ProduceRequestTopicPartition) bool { return p.Partition == 0 }) &&
+				kf.CurrentNode() != lead.Load() {
+				refused.Add(1)
+			}
+		}
+		return nil, nil, false
+	})
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(addrs...),
 		kgo.DefaultProduceTopic(topic),
@@ -362,9 +389,10 @@ func produceWithMoves(ctx context.Context, t *testing.T, kf *kfake.Cluster, addr
 		if err := kf.MoveTopicPartition(topic, 0, 1-leader); err != nil {
 			t.Fatalf("move %s/0 to node %d: %v", topic, 1-leader, err)
 		}
+		lead.Store(1 - leader)
 		moves++
 	}
-	return moves
+	return moves, int(refused.Load())
 }
 
 // checkCrossBrokerAttempts decodes the merged captures and checks, for every
