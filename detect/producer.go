@@ -2,7 +2,6 @@ package detect
 
 import (
 	"cmp"
-	"hash/maphash"
 	"math"
 	"net/netip"
 	"slices"
@@ -187,15 +186,13 @@ type Profiler struct {
 	m       map[producerKey]*producerState
 	omitted int64
 
-	// Findings still revisable (producertally.go), by the hash of their
-	// findingKey, and the order they were reported in.
+	// Findings still revisable (producertally.go), by Finding.id, and the
+	// order they were reported in.
 	revisable  int64 // ns; 0: none is
 	maxPending int
 	pending    map[uint64]pendingFinding
-	queue      []reportRef
-	head       int // of queue
+	queue      fifo[reportRef]
 	seq        uint32
-	seed       maphash.Seed
 	newest     int64 // newest packet time seen, Unix ns
 }
 
@@ -209,7 +206,7 @@ func NewProfiler(opts ProfilerOptions) *Profiler {
 	}
 	return &Profiler{max: opts.MaxProducers, m: make(map[producerKey]*producerState),
 		revisable: int64(max(opts.Revisable, 0)), maxPending: opts.MaxPending,
-		pending: make(map[uint64]pendingFinding), seed: maphash.MakeSeed(), newest: math.MinInt64}
+		pending: make(map[uint64]pendingFinding), newest: math.MinInt64}
 }
 
 // Omitted counts the exchanges of producers beyond MaxProducers.

@@ -1,7 +1,6 @@
 package detect
 
 import (
-	"hash/maphash"
 	"maps"
 	"math"
 	"slices"
@@ -28,28 +27,6 @@ type tally struct {
 	retried         map[string]int64 // errored attempts sent again, by error
 }
 
-// A live Detector names each finding (Finding.id) at its first report and
-// keeps the name in its revisions: the pending findings are indexed by it.
-// A finding without one (not from a live Detector) is indexed by the hash
-// (maphash, 64 bits: a collision among 2^18 pending keys has a chance of
-// about 2^-29) of its findingKey: its first attempt and its topic and
-// partition (one request carries many). That names a revision the same
-// only while the first attempt stays first (an unanswered first attempt
-// completes after its retry when its connection closes later) and one
-// first attempt makes one finding (a re-batching client's retry can make
-// several record-level ones). The topic is its ID when the request named
-// it so (the name may be learned between two reports), else its name.
-// Record-level findings are keyed apart from batch ones.
-type findingKey struct {
-	conn      uint64
-	time      int64
-	topicID   [16]byte
-	topic     string
-	corr      int32
-	partition int32
-	records   bool
-}
-
 // pendingFinding is the share of one revisable finding in its producer's
 // tally, from its latest report.
 type pendingFinding struct {
@@ -71,21 +48,19 @@ type reportRef struct {
 }
 
 // Finding counts one report of a finding of the same run as the exchanges
-// (OnFinding, or each finding Flush returns). A report of a finding reported
-// before replaces the earlier one, as long as that one is revisable
-// (ProfilerOptions.Revisable). It reads f only during the call.
+// (OnFinding, or each finding Flush returns). A live Detector's report of a
+// finding reported before replaces the earlier one, as long as that one is
+// revisable (ProfilerOptions.Revisable); any other finding is tallied at
+// once. It reads f only during the call.
 func (pr *Profiler) Finding(f *Finding) {
 	c, ok := pr.share(f)
 	pr.newest = max(pr.newest, c.last)
-	if pr.revisable == 0 || len(f.Attempts) == 0 {
+	k := f.id // a live Detector names a finding at its first report and keeps the name in its revisions
+	if pr.revisable == 0 || k == 0 {
 		if ok {
 			c.prod.tally.add(&c)
 		}
 		return
-	}
-	k := f.id // a live finding's, kept across its reports
-	if k == 0 {
-		k = maphash.Comparable(pr.seed, keyOfFinding(f))
 	}
 	if !ok {
 		// Not (or no longer) a re-send of a profiled producer: an earlier
@@ -96,7 +71,7 @@ func (pr *Profiler) Finding(f *Finding) {
 	pr.seq++
 	c.seq = pr.seq
 	pr.pending[k] = c
-	pr.queue = append(pr.queue, reportRef{key: k, seq: c.seq})
+	pr.queue.push(reportRef{key: k, seq: c.seq})
 	pr.settle()
 }
 
@@ -146,17 +121,6 @@ func (pr *Profiler) share(f *Finding) (pendingFinding, bool) {
 	return c, true
 }
 
-// keyOfFinding is the key of f, which has an attempt.
-func keyOfFinding(f *Finding) findingKey {
-	a := &f.Attempts[0]
-	k := findingKey{conn: a.ConnID, time: a.Time.UnixNano(), topicID: f.TopicID, corr: a.CorrelationID,
-		partition: f.Partition, records: f.Kind == KindRecordResend || f.Kind == KindRecordDuplicate}
-	if f.TopicID == ([16]byte{}) {
-		k.topic = f.Topic
-	}
-	return k
-}
-
 // settle tallies for good, from the front of the queue (the findings
 // reported longest ago), those no report can follow any more (newest
 // attempt more than Revisable before the newest packet time: the batch is
@@ -165,39 +129,35 @@ func keyOfFinding(f *Finding) findingKey {
 // It costs O(1) per report, amortized.
 func (pr *Profiler) settle() {
 	cutoff := pr.newest - pr.revisable
-	for pr.head < len(pr.queue) {
-		q := pr.queue[pr.head]
-		c, ok := pr.pending[q.key]
-		if ok && c.seq == q.seq {
+	for {
+		q, ok := pr.queue.front()
+		if !ok {
+			break
+		}
+		if c, ok := pr.pending[q.key]; ok && c.seq == q.seq {
 			if c.last >= cutoff && len(pr.pending) <= pr.maxPending {
 				break
 			}
 			c.prod.tally.add(&c)
 			delete(pr.pending, q.key)
 		}
-		pr.queue[pr.head] = reportRef{}
-		pr.head++
+		pr.queue.pop()
 	}
 	// Entries go stale when their findings are reported again: when they
 	// outnumber the pending findings, the queue keeps only the live ones,
 	// in order.
-	if n := len(pr.queue) - pr.head; n > 2*len(pr.pending)+minQueue {
-		live := pr.queue[:0]
-		for _, q := range pr.queue[pr.head:] {
+	if n := pr.queue.len(); n > 2*len(pr.pending)+minQueue {
+		for range n {
+			q, _ := pr.queue.front()
+			pr.queue.pop()
 			if c, ok := pr.pending[q.key]; ok && c.seq == q.seq {
-				live = append(live, q)
+				pr.queue.push(q)
 			}
 		}
-		clear(pr.queue[len(live):])
-		pr.queue, pr.head = live, 0
-	} else if pr.head > minQueue && pr.head >= len(pr.queue)/2 {
-		n := copy(pr.queue, pr.queue[pr.head:])
-		clear(pr.queue[n:])
-		pr.queue, pr.head = pr.queue[:n], 0
 	}
 }
 
-// minQueue is the fewest queue entries worth compacting.
+// minQueue is the fewest stale queue entries worth dropping.
 const minQueue = 64
 
 // add adds the share c to t.

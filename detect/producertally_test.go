@@ -237,11 +237,12 @@ func TestProfilerRevision(t *testing.T) {
 	t.Run("application duplicates and unprofiled producers are not tallied", func(t *testing.T) {
 		prof := NewProfiler(ProfilerOptions{Revisable: time.Minute})
 		prof.Produce(ex(conn1, 1, 0, 1, 0, 0, plain(1)))
-		f := Finding{Kind: KindRecordResend, Client: conn1.Client, ClientID: &rdkafka, ProducerID: -1, Verdict: Duplicated,
+		// Named as a live Detector names its findings (Finding.id).
+		f := Finding{Kind: KindRecordResend, Client: conn1.Client, ClientID: &rdkafka, ProducerID: -1, Verdict: Duplicated, id: 1,
 			Attempts: []Attempt{{ConnID: 1, CorrelationID: 1, Time: ms(0)}, {ConnID: 1, CorrelationID: 2, Time: ms(10), Cause: CauseClientTimeout}}}
 		prof.Finding(&f)
 		other := f
-		other.ClientID = nil
+		other.ClientID, other.id = nil, 2
 		other.Attempts = []Attempt{{ConnID: 2, CorrelationID: 1, Time: ms(0)}, {ConnID: 2, CorrelationID: 2, Time: ms(10)}}
 		prof.Finding(&other) // a producer never seen
 		if p := prof.Producers()[0]; p.Resent != 1 {
