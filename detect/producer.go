@@ -169,7 +169,6 @@ type producerState struct {
 	// of an answer with a retriable error: unretried errors are told only
 	// when the producer went on sending after the last of them.
 	lastRequest, lastError time.Time
-	all, ok                Sketch // latency over every broker
 	// tally is what the findings tallied for good say of its re-sends.
 	tally tally
 }
@@ -293,10 +292,8 @@ func (pr *Profiler) Produce(x *decode.Exchange) {
 		}
 		d := x.ResponseTime.Sub(x.RequestTime)
 		bl.all.Add(d)
-		s.all.Add(d)
 		if ok {
 			bl.ok.Add(d)
-			s.ok.Add(d)
 		}
 	}
 }
@@ -387,11 +384,16 @@ func (s *producerState) profile(r *tally) Producer {
 	slices.SortFunc(p.Causes, func(a, b CauseCount) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Cause, b.Cause), cmp.Compare(a.Error, b.Error))
 	})
+	// Every answer timed is a broker's (none beyond maxProfileBrokers):
+	// the producer's latency is the brokers' together.
+	var all, ok Sketch
 	p.Latency = make([]BrokerLatency, len(s.p.Latency))
 	for i, l := range s.p.Latency {
 		p.Latency[i] = latencyOf(l.Broker, l.all, l.ok)
+		all.merge(l.all)
+		ok.merge(l.ok)
 	}
-	p.Overall = latencyOf(netip.AddrPort{}, &s.all, &s.ok)
+	p.Overall = latencyOf(netip.AddrPort{}, &all, &ok)
 	slices.SortFunc(p.Latency, func(a, b BrokerLatency) int { return a.Broker.Compare(b.Broker) })
 	p.Diagnosis = Diagnose(&p)
 	return p

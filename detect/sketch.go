@@ -37,6 +37,23 @@ func (s *Sketch) Add(d time.Duration) {
 	s.counts[sketchBucket(d)]++
 }
 
+// merge adds the durations of o to s.
+func (s *Sketch) merge(o *Sketch) {
+	if o.n == 0 {
+		return
+	}
+	if s.n == 0 || o.min < s.min {
+		s.min = o.min
+	}
+	if s.n == 0 || o.max > s.max {
+		s.max = o.max
+	}
+	s.n += o.n
+	for i, c := range o.counts {
+		s.counts[i] += c
+	}
+}
+
 // sketchBucket is the bucket of d.
 func sketchBucket(d time.Duration) int {
 	us := float64(d) / float64(time.Microsecond)

@@ -91,3 +91,34 @@ func TestSketchFixedSize(t *testing.T) {
 		t.Errorf("Add allocates %v times", allocs)
 	}
 }
+
+// TestSketchMerge: sketches merged hold what one sketch of every duration
+// holds, empty ones included.
+func TestSketchMerge(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b []time.Duration
+	}{
+		{"both", []time.Duration{time.Millisecond, 3 * time.Second}, []time.Duration{0, 40 * time.Microsecond, time.Hour}},
+		{"empty into some", nil, []time.Duration{time.Millisecond}},
+		{"some into empty", []time.Duration{time.Millisecond}, nil},
+		{"both empty", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var a, b, want Sketch
+			for _, d := range tt.a {
+				a.Add(d)
+				want.Add(d)
+			}
+			for _, d := range tt.b {
+				b.Add(d)
+				want.Add(d)
+			}
+			a.merge(&b)
+			if a != want {
+				t.Errorf("merged %+v\nwant %+v", a, want)
+			}
+		})
+	}
+}
