@@ -101,6 +101,7 @@ type Batch struct {
 	prints   []RecordPrint
 	printed  bool
 	detached bool // see Detach
+	kept     bool // see KeepPrints
 
 	// Response is the broker's answer for this partition; nil when the
 	// exchange has no response or the response did not name the partition.

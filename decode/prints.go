@@ -1,6 +1,9 @@
 package decode
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // Record prints are made on demand. Most batches are never sent again, and
 // fingerprinting their records means decompressing them, which costs more
@@ -84,7 +87,10 @@ func (d *Decoder) releaseRaw(x *Exchange) {
 		if class <= maxRawClass && cap(buf) == 1<<class && len(d.raw.free[class]) < maxRawFree {
 			d.raw.free[class] = append(d.raw.free[class], buf[:0])
 		}
-		b.raw, b.dec, b.prints, b.printed = nil, nil, nil, false
+		b.raw, b.dec = nil, nil
+		if !b.kept {
+			b.prints, b.printed = nil, false
+		}
 	}
 }
 
@@ -123,6 +129,19 @@ func (b *Batch) Detach(printer *Decoder) {
 	}
 	b.dec.raw.held -= len(b.raw)
 	b.dec, b.detached = printer, true
+}
+
+// KeepPrints fingerprints the batch's records now and keeps the prints
+// beyond the Sink's Produce call, for a Sink that hands exchanges to
+// another goroutine and wants every batch matched (kdupcap's sharded
+// analyze with --app-duplicates): the prints are made where the batch was
+// decoded, and its bytes go back to the Decoder after the call as usual.
+func (b *Batch) KeepPrints() {
+	if b.raw == nil || b.kept {
+		return
+	}
+	b.prints = slices.Clone(b.RecordPrints())
+	b.printed, b.kept = true, true
 }
 
 // SetRecordPrints gives the batch its record prints, for a Sink fed by

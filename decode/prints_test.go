@@ -112,3 +112,25 @@ func TestLegacyRecordPrints(t *testing.T) {
 		t.Errorf("%d prints of 3 messages", len(c))
 	}
 }
+
+// TestKeepPrints: prints kept for after the Sink's call survive the bytes
+// going back to the Decoder's pool, and the Decoder's own prints buffer
+// reused by the next batch does not change them.
+func TestKeepPrints(t *testing.T) {
+	d := New(nil, Options{RecordPrints: true})
+	raw := compressedBatch(1, 5, compressed(t, 1, stampedRecords(5, 10, -1)))
+	want := printsOfBatch(t, d, raw)
+	bs, err := d.appendBatches(nil, raw, "t", [16]byte{}, 0)
+	if err != nil || len(bs) != 1 {
+		t.Fatalf("%d batches, %v", len(bs), err)
+	}
+	bs[0].KeepPrints()
+	d.releaseRaw(&Exchange{Batches: bs})
+	if d.raw.held != 0 || bs[0].raw != nil {
+		t.Errorf("%d bytes still held after the call", d.raw.held)
+	}
+	printsOfBatch(t, d, compressedBatch(1, 5, compressed(t, 1, stampedRecords(5, 10, 2)))) // reuses the Decoder's prints
+	if got := bs[0].RecordPrints(); !slices.Equal(got, want) {
+		t.Errorf("kept prints %v, want %v", got, want)
+	}
+}

@@ -142,9 +142,7 @@ func (s shardSink) Produce(x *decode.Exchange) {
 	for i := range x.Batches {
 		b := &x.Batches[i]
 		if s.every {
-			p := slices.Clone(b.RecordPrints())
-			b.Detach(s.printer)
-			b.SetRecordPrints(p)
+			b.KeepPrints()
 			continue
 		}
 		b.Detach(s.printer)
