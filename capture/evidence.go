@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 )
 
 // Defaults of EvidenceOptions.
@@ -326,56 +324,24 @@ func (e *Evidence) collect(c *evConn, from, to time.Time) ([]heldPacket, []byte)
 // writeHeld writes packets as a pcap, or as a pcapng when their link types
 // differ; link is the pcap's link type when there is no packet.
 func writeHeld(w io.Writer, pkts []heldPacket, buf []byte, link layers.LinkType) error {
-	mixed := false
+	links := []layers.LinkType{link}
 	snap := uint32(262144)
 	for i, p := range pkts {
 		if i == 0 {
-			link = p.link
+			links[0] = p.link
+		} else if !slices.Contains(links, p.link) {
+			links = append(links, p.link)
 		}
-		mixed = mixed || p.link != link
 		snap = max(snap, uint32(p.ci.CaptureLength))
 	}
-	if mixed {
-		return writeHeldNg(w, pkts, buf)
-	}
-	bw := bufio.NewWriter(w)
-	pw := pcapgo.NewWriterNanos(bw)
-	if err := pw.WriteFileHeader(snap, link); err != nil {
-		return err
-	}
-	for _, p := range pkts {
-		if err := pw.WritePacket(p.ci, buf[p.off:p.off+p.ci.CaptureLength]); err != nil {
-			return err
-		}
-	}
-	return bw.Flush()
-}
-
-// writeHeldNg writes packets of several link types as a pcapng with one
-// interface per link type.
-func writeHeldNg(w io.Writer, pkts []heldPacket, buf []byte) error {
-	iface := func(link layers.LinkType) pcapgo.NgInterface {
-		return pcapgo.NgInterface{Name: fmt.Sprintf("link%d", link), LinkType: link, TimestampResolution: 9}
-	}
-	opts := pcapgo.NgWriterOptions{SectionInfo: pcapgo.NgSectionInfo{Application: "kdupcap"}}
-	nw, err := pcapgo.NewNgWriterInterface(w, iface(pkts[0].link), opts)
+	pw, err := newPacketWriter(w, links, snap)
 	if err != nil {
 		return err
 	}
-	ids := map[layers.LinkType]int{pkts[0].link: 0}
 	for _, p := range pkts {
-		id, ok := ids[p.link]
-		if !ok {
-			if id, err = nw.AddInterface(iface(p.link)); err != nil {
-				return err
-			}
-			ids[p.link] = id
-		}
-		ci := p.ci
-		ci.InterfaceIndex = id
-		if err := nw.WritePacket(ci, buf[p.off:p.off+ci.CaptureLength]); err != nil {
+		if _, err := pw.write(p.ci, buf[p.off:p.off+p.ci.CaptureLength], p.link); err != nil {
 			return err
 		}
 	}
-	return nw.Flush()
+	return pw.flush()
 }

@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net/netip"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 )
 
 // ConnSpan selects the packets of one TCP connection, either direction,
@@ -29,13 +27,15 @@ type ConnSpan struct {
 type SpanWriter struct {
 	dec   *decoder
 	spans map[connKey][]ConnSpan
-	bw    *bufio.Writer
-	pw    *pcapgo.Writer
-	nw    *pcapgo.NgWriter
-	ifs   map[layers.LinkType]int
-	link  layers.LinkType // the pcap's
+	w     *packetWriter
 	n     int
 }
+
+// spanSnapLen is the snap length a SpanWriter's file declares: the packets
+// are those of files read before, of any length their own snap length
+// allowed, not known when the header is written. Readers take a larger
+// snap length than theirs as theirs, and read the packets up to it.
+const spanSnapLen = 1 << 24
 
 // NewSpanWriter starts a file on w for the packets spans select, of the
 // link types links (those of the capture files read; at least one).
@@ -48,33 +48,11 @@ func NewSpanWriter(w io.Writer, spans []ConnSpan, links []layers.LinkType) (*Spa
 		k := keyOf(sp.A, sp.B)
 		s.spans[k] = append(s.spans[k], sp)
 	}
-	if len(links) == 1 {
-		s.bw = bufio.NewWriter(w)
-		s.pw, s.link = pcapgo.NewWriterNanos(s.bw), links[0]
-		if err := s.pw.WriteFileHeader(262144, links[0]); err != nil {
-			return nil, fmt.Errorf("capture: writing pcap header: %w", err)
-		}
-		return s, nil
-	}
-	iface := func(link layers.LinkType) pcapgo.NgInterface {
-		return pcapgo.NgInterface{Name: fmt.Sprintf("link%d", link), LinkType: link, TimestampResolution: 9, SnapLength: 262144}
-	}
-	opts := pcapgo.NgWriterOptions{SectionInfo: pcapgo.NgSectionInfo{Application: "kdupcap"}}
-	nw, err := pcapgo.NewNgWriterInterface(w, iface(links[0]), opts)
+	pw, err := newPacketWriter(w, links, spanSnapLen)
 	if err != nil {
-		return nil, fmt.Errorf("capture: writing pcapng header: %w", err)
+		return nil, fmt.Errorf("capture: %w", err)
 	}
-	s.nw, s.ifs = nw, map[layers.LinkType]int{links[0]: 0}
-	for _, l := range links[1:] {
-		if _, ok := s.ifs[l]; ok {
-			continue
-		}
-		id, err := nw.AddInterface(iface(l))
-		if err != nil {
-			return nil, fmt.Errorf("capture: writing pcapng interface: %w", err)
-		}
-		s.ifs[l] = id
-	}
+	s.w = pw
 	return s, nil
 }
 
@@ -90,36 +68,18 @@ func (s *SpanWriter) Add(p Packet) (bool, error) {
 	}) {
 		return false, nil
 	}
-	ci := p.CI
-	ci.AncillaryData = nil
-	var err error
-	if s.pw != nil {
-		if p.LinkType != s.link {
-			return false, nil // a link type not announced: cannot be written
-		}
-		err = s.pw.WritePacket(ci, p.Data)
-	} else {
-		id, ok := s.ifs[p.LinkType]
-		if !ok {
-			return false, nil // a link type not announced: cannot be written
-		}
-		ci.InterfaceIndex = id
-		err = s.nw.WritePacket(ci, p.Data)
-	}
+	ok, err := s.w.write(p.CI, p.Data, p.LinkType)
 	if err != nil {
 		return false, fmt.Errorf("capture: writing packet: %w", err)
 	}
-	s.n++
-	return true, nil
+	if ok {
+		s.n++
+	}
+	return ok, nil
 }
 
 // Packets counts the packets written.
 func (s *SpanWriter) Packets() int { return s.n }
 
 // Flush writes out what is buffered.
-func (s *SpanWriter) Flush() error {
-	if s.pw != nil {
-		return s.bw.Flush()
-	}
-	return s.nw.Flush()
-}
+func (s *SpanWriter) Flush() error { return s.w.flush() }
