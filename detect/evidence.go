@@ -219,10 +219,7 @@ func (d *Detector) Fetch(f *decode.Fetch) {
 	if !d.fetch.active {
 		d.activateWatch()
 	}
-	ref := WireExchange{RequestTime: f.RequestTime, ResponseTime: f.ResponseTime}
-	if f.Conn != nil {
-		ref.ConnID, ref.Client, ref.Broker = f.Conn.ID, f.Conn.Client, f.Conn.Broker
-	}
+	ref := wireOf(f.Conn, f.RequestTime, f.ResponseTime)
 	t := unixNano(f.ResponseTime)
 	for i := range f.Partitions {
 		p := &f.Partitions[i]

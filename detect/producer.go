@@ -411,12 +411,12 @@ func latencyOf(broker netip.AddrPort, all, ok *Sketch) BrokerLatency {
 	return BrokerLatency{
 		Broker:             broker,
 		Answered:           int64(all.Count()),
-		P50Millis:          durMillis(all.Quantile(0.5)),
-		P99Millis:          durMillis(all.Quantile(0.99)),
-		MaxMillis:          durMillis(all.Max()),
+		P50Millis:          millis(int64(all.Quantile(0.5))),
+		P99Millis:          millis(int64(all.Quantile(0.99))),
+		MaxMillis:          millis(int64(all.Max())),
 		Succeeded:          int64(ok.Count()),
-		SucceededP50Millis: durMillis(ok.Quantile(0.5)),
-		SucceededP99Millis: durMillis(ok.Quantile(0.99)),
+		SucceededP50Millis: millis(int64(ok.Quantile(0.5))),
+		SucceededP99Millis: millis(int64(ok.Quantile(0.99))),
 	}
 }
 
@@ -455,5 +455,3 @@ func CodecName(codec int16) string {
 	}
 	return "codec-" + strconv.Itoa(int(codec&0x7))
 }
-
-func durMillis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

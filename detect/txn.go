@@ -2,6 +2,7 @@ package detect
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/kdupcap/kdupcap/decode"
 )
@@ -108,14 +109,20 @@ func (d *Detector) InitProducerID(x *decode.InitProducerID) {
 	if p == nil {
 		return
 	}
-	ref := WireExchange{RequestTime: x.RequestTime, ResponseTime: x.ResponseTime}
-	if x.Conn != nil {
-		ref.ConnID, ref.Client, ref.Broker = x.Conn.ID, x.Conn.Client, x.Conn.Broker
-	}
+	ref := wireOf(x.Conn, x.RequestTime, x.ResponseTime)
 	p.epoch(x.ProducerEpoch, ref)
 	if len(p.fences) < maxTxnEpochs {
 		p.fences = append(p.fences, txnFence{unixNano(x.RequestTime), x.ProducerEpoch, ref})
 	}
+}
+
+// wireOf names an exchange on conn (nil: unknown) for --write-dups.
+func wireOf(conn *decode.ConnInfo, req, resp time.Time) WireExchange {
+	w := WireExchange{RequestTime: req, ResponseTime: resp}
+	if conn != nil {
+		w.ConnID, w.Client, w.Broker = conn.ID, conn.Client, conn.Broker
+	}
+	return w
 }
 
 // epoch records an epoch given to the producer, if new, and the exchange
@@ -139,10 +146,7 @@ func (d *Detector) EndTxn(x *decode.EndTxn) {
 	}
 	e := txnEnd{time: unixNano(x.RequestTime), epoch: x.ProducerEpoch, commit: x.Commit,
 		responded: x.Responded, errorCode: x.ErrorCode,
-		ref: WireExchange{RequestTime: x.RequestTime, ResponseTime: x.ResponseTime}}
-	if x.Conn != nil {
-		e.ref.ConnID, e.ref.Client, e.ref.Broker = x.Conn.ID, x.Conn.Client, x.Conn.Broker
-	}
+		ref: wireOf(x.Conn, x.RequestTime, x.ResponseTime)}
 	p.ends = append(p.ends, e)
 	if x.Responded && x.BumpedEpoch >= 0 {
 		p.epoch(x.BumpedEpoch, e.ref)
