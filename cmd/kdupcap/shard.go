@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"fmt"
 	"io"
 	"reflect"
 	"runtime"
@@ -494,6 +495,10 @@ func addCounts(dst, src reflect.Value) {
 			f.SetInt(f.Int() + src.Field(i).Int())
 		case reflect.Struct:
 			addCounts(f, src.Field(i))
+		default:
+			// A field that is not a count would be lost here: the
+			// workers' stats must be counts to be summed.
+			panic(fmt.Sprintf("addCounts: %s.%s is a %s, not a count", dst.Type(), dst.Type().Field(i).Name, f.Kind()))
 		}
 	}
 }
