@@ -257,14 +257,26 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func (p *pipeline) readFiles(files []string, skew []time.Duration, stdin io.Reader) []error {
 	m, errs := openMerged(files, skew, stdin)
 	defer m.Close()
+	return append(errs, eachPacket(m, p.onRead, func(pkt capture.Packet) {
+		p.asm.Add(pkt)
+		p.noteLink(pkt.LinkType)
+	})...)
+}
+
+// eachPacket hands fn every packet of m in merged order, telling onRead
+// (if any) the input bytes read every progressEvery+1 packets and at the
+// end, and returns the input errors met: a file that fails is dropped and
+// the others go on.
+func eachPacket(m *capture.Merged, onRead func(int64), fn func(capture.Packet)) []error {
+	var errs []error
 	for n := 0; ; n++ {
-		if p.onRead != nil && n&progressEvery == 0 {
-			p.onRead(m.InputBytes())
+		if onRead != nil && n&progressEvery == 0 {
+			onRead(m.InputBytes())
 		}
 		pkt, err := m.Next()
 		if err == io.EOF {
-			if p.onRead != nil {
-				p.onRead(m.InputBytes())
+			if onRead != nil {
+				onRead(m.InputBytes())
 			}
 			return errs
 		}
@@ -272,8 +284,7 @@ func (p *pipeline) readFiles(files []string, skew []time.Duration, stdin io.Read
 			errs = append(errs, err)
 			continue
 		}
-		p.asm.Add(pkt)
-		p.noteLink(pkt.LinkType)
+		fn(pkt)
 	}
 }
 

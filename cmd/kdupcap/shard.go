@@ -260,7 +260,6 @@ func (sp *shardedPipeline) readFiles(files []string, skew []time.Duration, stdin
 // goroutine doing both leaves the other cores to the workers.
 func (sp *shardedPipeline) read(m *capture.Merged) []error {
 	var (
-		errs        []error
 		n           = uint64(len(sp.workers))
 		gate        = capture.NewFlushGate(sp.asmOpts)
 		hasher      = capture.NewFlowHasher()
@@ -286,21 +285,7 @@ func (sp *shardedPipeline) read(m *capture.Merged) []error {
 		}
 	}
 	take()
-	for read := 0; ; read++ {
-		if sp.onRead != nil && read&progressEvery == 0 {
-			sp.onRead(m.InputBytes())
-		}
-		pkt, err := m.Next()
-		if err == io.EOF {
-			if sp.onRead != nil {
-				sp.onRead(m.InputBytes())
-			}
-			break
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
+	errs := eachPacket(m, sp.onRead, func(pkt capture.Packet) {
 		if ts := pkt.CI.Timestamp; gate.Due(ts) {
 			for _, b := range cur {
 				b.items = append(b.items, shardItem{seq: seq, kind: itemFlush, ts: ts})
@@ -322,7 +307,7 @@ func (sp *shardedPipeline) read(m *capture.Merged) []error {
 			take()
 			bytes, pkts = 0, 0
 		}
-	}
+	})
 	for _, b := range cur {
 		b.items = append(b.items, shardItem{seq: seq, kind: itemEnd})
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -111,17 +110,14 @@ func (p *pipeline) writeDups(cfg *analyzeConfig, findings []detect.Finding, stde
 	// Files that failed to open were reported by the first pass.
 	m, _ := openMerged(cfg.files, cfg.skew, nil)
 	defer m.Close()
-	for {
-		pkt, err := m.Next()
-		if errors.Is(err, io.EOF) {
-			break
+	var werr error
+	eachPacket(m, nil, func(pkt capture.Packet) { // input errors: reported by the first pass
+		if werr == nil {
+			_, werr = w.Add(pkt)
 		}
-		if err != nil {
-			continue // reported by the first pass
-		}
-		if _, err := w.Add(pkt); err != nil {
-			return err
-		}
+	})
+	if werr != nil {
+		return werr
 	}
 	if err := w.Flush(); err != nil {
 		return err
