@@ -226,9 +226,13 @@ func (d *Detector) Produce(x *decode.Exchange) {
 			at.baseOffset = r.BaseOffset
 			at.logAppendTime = r.LogAppendTime
 		}
-		again := d.add(conn, bt, &at, seen)
+		var o owner // of a batch filed by bytes, which record matching shares
 		if bt.ProducerID < 0 {
-			d.matchRecords(conn, bt, &at, seen, again)
+			o = d.ownerOf(conn, x.ClientID, false)
+		}
+		again := d.add(conn, bt, &at, seen, o)
+		if bt.ProducerID < 0 {
+			d.matchRecords(o, bt, &at, seen, again)
 		}
 	}
 	if seen > d.newest {
@@ -264,7 +268,7 @@ func (d *Detector) advance() {
 // add files one attempt of one batch under its batch, remembering a new
 // batch when none matches. It reports whether the batch was remembered
 // already: the attempt is a re-send of it.
-func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, seen int64) (again bool) {
+func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, seen int64, o owner) (again bool) {
 	d.countBatch(bt)
 
 	topic := bt.Topic
@@ -297,7 +301,7 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 			}
 		}
 	} else {
-		bk = bytesKey{owner: d.ownerOf(conn, at.clientID, false), topic: topic, topicID: bt.TopicID, partition: bt.Partition,
+		bk = bytesKey{owner: o, topic: topic, topicID: bt.TopicID, partition: bt.Partition,
 			crc: bt.CRC, hash: bt.Hash}
 		slot, found, h = d.findBytes(bk)
 	}

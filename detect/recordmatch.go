@@ -138,7 +138,7 @@ const (
 // matchRecords decides whether the records of one attempt of bt (a
 // producer that is not idempotent) are matched, and files them if so; again
 // says the attempt re-sent a batch remembered (the same bytes).
-func (d *Detector) matchRecords(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, seen int64, again bool) {
+func (d *Detector) matchRecords(o owner, bt *decode.Batch, at *attempt, seen int64, again bool) {
 	failed := at.acks != 0 && (!at.responded || !at.partResp || at.errorCode != 0)
 	want := d.opts.AllRecords
 	if len(d.hot) > 0 && d.hotUntil < seen {
@@ -147,7 +147,7 @@ func (d *Detector) matchRecords(conn *decode.ConnInfo, bt *decode.Batch, at *att
 	if !failed && !want && len(d.hot) == 0 {
 		return // the common case: nothing failed lately
 	}
-	part := d.partitionKey(conn, at.clientID, bt)
+	part := d.partitionKey(o, bt)
 	switch h, ok := d.hot[part]; {
 	case failed:
 		if d.hot == nil || len(d.hot) >= maxHot {
@@ -263,8 +263,7 @@ func sameBytes(a, b *carrier) bool {
 
 // partitionKey hashes who may send a record again (as owner does for
 // batches) and the partition it went to.
-func (d *Detector) partitionKey(conn *decode.ConnInfo, clientID *string, bt *decode.Batch) uint64 {
-	o := d.ownerOf(conn, clientID, false)
+func (d *Detector) partitionKey(o owner, bt *decode.Batch) uint64 {
 	var h maphash.Hash
 	h.SetSeed(d.seed)
 	var b [8]byte
