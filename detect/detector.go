@@ -32,7 +32,10 @@ type Options struct {
 	// OnFinding, when set, is called with each finding as soon as it is
 	// decided. Without Live: when its window has passed, when it is
 	// evicted, or at Flush; the Finding shares its slices with the one Flush
-	// returns: read them, do not modify them. With Live: see Live.
+	// returns: read them, do not modify them. Fetched-data and transaction
+	// evidence is applied only at Flush, so a finding passed before it may
+	// have another Verdict and Evidence than Flush's copy: the latter is
+	// final. With Live: see Live.
 	OnFinding func(Finding)
 
 	// Scope chooses which re-sends are found: ScopeConnection groups only
