@@ -114,13 +114,13 @@ func TestProducerSettings(t *testing.T) {
 	}{
 		{
 			name: "kgo acks=0 gzip",
-			s:    kafkatest.Scenario{Records: 6, Partitions: 2, Produce: kgo(false, kafkatest.Settings{Acks: "0", Compression: "gzip"})},
+			s:    kafkatest.Scenario{Records: 6, Partitions: 2, Produce: kgo(false, kafkatest.Settings{Acks: "0", Compression: kafkatest.CodecGzip})},
 			want: want{software: "kgo", acks: 0, maxInFlight: 0, codec: "gzip"},
 		},
 		{
 			name: "kgo acks=1 snappy five in flight",
 			s: kafkatest.Scenario{Records: 30, Partitions: 2, Faults: slow,
-				Produce: kgo(false, kafkatest.Settings{Acks: "1", Compression: "snappy", MaxInFlight: 5})},
+				Produce: kgo(false, kafkatest.Settings{Acks: "1", Compression: kafkatest.CodecSnappy, MaxInFlight: 5})},
 			want: want{software: "kgo", acks: 1, maxInFlight: 5, codec: "snappy"},
 		},
 		{
@@ -132,7 +132,7 @@ func TestProducerSettings(t *testing.T) {
 		{
 			name: "kgo idempotent five in flight",
 			s: kafkatest.Scenario{Records: 30, Partitions: 2, Faults: slow,
-				Produce: kgo(true, kafkatest.Settings{Compression: "gzip"})},
+				Produce: kgo(true, kafkatest.Settings{Compression: kafkatest.CodecGzip})},
 			want: want{software: "kgo", acks: -1, idempotent: true, maxInFlight: 5, codec: "gzip"},
 		},
 		{

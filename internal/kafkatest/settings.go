@@ -20,8 +20,9 @@ type Settings struct {
 	// MaxInFlight is kgo.MaxProduceRequestsInflightPerBroker (only without
 	// idempotence; kgo's idempotent producer allows 5); 0 keeps kgo's 1.
 	MaxInFlight int
-	// Compression is "none" (or ""), "gzip", "snappy", "lz4" or "zstd".
-	Compression string
+	// Compression is the batches' codec (CodecNone, the zero value, by
+	// default).
+	Compression Codec
 	// Spacing, when positive, produces every record on its own, Spacing
 	// apart, without waiting for the earlier ones, then waits for all:
 	// requests pile up in flight while the broker is slow to answer.
@@ -45,18 +46,18 @@ func (s Settings) opts() ([]kgo.Opt, error) {
 	}
 	var codec kgo.CompressionCodec
 	switch s.Compression {
-	case "", "none":
+	case CodecNone:
 		codec = kgo.NoCompression()
-	case "gzip":
+	case CodecGzip:
 		codec = kgo.GzipCompression()
-	case "snappy":
+	case CodecSnappy:
 		codec = kgo.SnappyCompression()
-	case "lz4":
+	case CodecLz4:
 		codec = kgo.Lz4Compression()
-	case "zstd":
+	case CodecZstd:
 		codec = kgo.ZstdCompression()
 	default:
-		return nil, fmt.Errorf("kafkatest: compression %q: want none, gzip, snappy, lz4 or zstd", s.Compression)
+		return nil, fmt.Errorf("kafkatest: compression %v: want one of Codecs", s.Compression)
 	}
 	opts = append(opts, kgo.ProducerBatchCompression(codec))
 	if s.Spacing > 0 {
