@@ -68,7 +68,7 @@ bench: build bench-tools
 	mkdir -p $(BENCH_DIR)
 	$(GO) run ./internal/gencap/cmd/gencap -o $(BENCH_DIR)/bench-lo.pcap -size $(BENCH_SIZE) -mtu 65535
 	$(GO) run ./internal/gencap/cmd/gencap -o $(BENCH_DIR)/bench-eth.pcap -size $(BENCH_SIZE) -mtu 1500
-	$(GO) test -run='^$$' -bench=. -benchmem ./capture ./decode ./detect
+	$(GO) test -run='^$$' -bench=. -benchmem ./capture ./decode ./detect ./profile
 	bin/benchrun -kdupcap ./kdupcap -readloop bin/readloop $(BENCH_TSHARK_FLAG) \
 		$(BENCH_DIR)/bench-lo.pcap $(BENCH_DIR)/bench-eth.pcap
 	@echo "== live path: AF_PACKET ring on lo -> reassembly -> Kafka decode -> detect (root only)"

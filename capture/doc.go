@@ -7,8 +7,8 @@
 // standard input) and gives reassembled TCP byte streams to a [Stream], an
 // interface made of standard types only, so that the Kafka decoder can
 // receive them without importing this package. capture knows packets and TCP
-// and never Kafka: it must never import decode, detect, report or anything
-// that knows the Kafka protocol; which side of a connection is the client is
+// and never Kafka: it must never import decode, detect, profile, report,
+// pipeline or anything that knows the Kafka protocol; which side of a connection is the client is
 // the receiver's decision.
 //
 // # Reading

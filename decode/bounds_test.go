@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // TestStateBounds checks that what a Decoder keeps across frames and
@@ -56,14 +57,14 @@ func TestStateBounds(t *testing.T) {
 		n:    maxTopicIDs + 100,
 		feed: func(d *Decoder, n int) {
 			for i := range n {
-				d.learnTopic(topicID(fmt.Sprint(i)), fmt.Sprint(i))
+				d.learnTopic(topicID(fmt.Sprint(i)), fmt.Sprint(i), nil, time.Time{})
 			}
 		},
 		check: func(t *testing.T, d *Decoder) {
-			if len(d.topicIDs) > maxTopicIDs {
-				t.Errorf("%d topic ids kept, bound %d", len(d.topicIDs), maxTopicIDs)
+			if len(d.shared.topicIDs) > maxTopicIDs {
+				t.Errorf("%d topic ids kept, bound %d", len(d.shared.topicIDs), maxTopicIDs)
 			}
-			if d.topicIDs[topicID("0")] != "0" {
+			if d.shared.topicIDs[topicID("0")] != "0" {
 				t.Errorf("first topic id forgotten")
 			}
 		},

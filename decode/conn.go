@@ -97,12 +97,7 @@ func (c *Conn) register() {
 	if !c.clientIsA {
 		c.info.Client, c.info.Broker = c.b, c.a
 	}
-	if d.opts.OnConnection != nil {
-		d.opts.OnConnection(c.info)
-	} else {
-		d.nextID++
-		c.info.ID = d.nextID
-	}
+	d.share(Event{Kind: EventConnection, Conn: c.info})
 	c.sum = &ConnSummary{Info: c.info}
 	if d.opts.MaxConnections <= 0 || len(d.conns) < d.opts.MaxConnections {
 		d.conns = append(d.conns, c.sum)

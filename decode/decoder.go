@@ -31,8 +31,7 @@ const (
 	// probeBytes caps what an unsynced direction buffers of a candidate
 	// frame start that does not yet tell whether it is a frame.
 	probeBytes = sniffBodyBytes + 4
-	// MaxErrors is how many malformed-input messages Errors keeps (and
-	// Options.OnError sees).
+	// MaxErrors is how many malformed-input messages Errors keeps.
 	MaxErrors = 20
 	// keepBufBytes: a direction's frame buffer grown beyond this for one
 	// large frame is released after it.
@@ -85,19 +84,6 @@ type Options struct {
 	// allocated and is counted in Stats.DecompressTruncated. Zero means
 	// DefaultMaxDecompressedBytes.
 	MaxDecompressedBytes int
-
-	// Sharding a capture by connection across Decoders (see shard.go):
-	// OnConnection, if set, is called with the ConnInfo of each connection
-	// taken as Kafka instead of numbering it; ID stays 0 for the caller to
-	// set before it reads it. OnTopicID, if set, is handed every topic
-	// named by ID in a Metadata response instead of the Decoder keeping it,
-	// so Batch.Topic of Produce v13 stays empty for the caller to fill
-	// (LearnTopic, ResolveTopics).
-	OnConnection func(*ConnInfo)
-	OnTopicID    func(id [16]byte, name string)
-	// OnError, if set, sees each malformed-input message Errors keeps, as
-	// it is kept.
-	OnError func(msg string)
 }
 
 // Stats counts what a Decoder saw, over all connections.
@@ -144,8 +130,8 @@ type ConnSummary struct {
 }
 
 // Decoder holds what the connections of one run share: the Sink, the
-// connection numbering, topic names learned from Metadata responses, counts
-// and error samples. It is not safe for concurrent use: capture calls every
+// Shared state (connection numbering, topic names learned from Metadata
+// responses, error samples), counts and interned names. It is not safe for concurrent use: capture calls every
 // Stream from one goroutine.
 type Decoder struct {
 	sink Sink
@@ -154,19 +140,19 @@ type Decoder struct {
 	atEnd bool
 	opts  Options
 
-	nextID uint64
-	conns  []*ConnSummary
+	conns []*ConnSummary
 
-	// topicIDs maps a topic ID to its name, from Metadata responses v10+.
-	topicIDs map[[16]byte]string
-	// topicFrom: the response that first named each topic ID (fetch.go).
-	topicFrom map[[16]byte]topicSource
+	// shared is the Decoder's own Shared; ssink, when the Sink is a
+	// SharedSink, gets the Events instead (shared.go).
+	shared *Shared
+	ssink  SharedSink
 	// names interns topic names so that each Batch of a topic shares one
 	// string and decoding a request allocates none.
 	names map[string]string
 
 	stats Stats
-	errs  []string
+	// errCount counts the messages this Decoder formatted (MaxErrors).
+	errCount int
 
 	// Reused while decoding; kmsg allocates the slices it fills anyway.
 	reqs  []kmsg.Request // by API key, for header checks; nil entry: unknown key
@@ -207,11 +193,12 @@ func New(sink Sink, opts Options) *Decoder {
 		opts.MaxDecompressedBytes = DefaultMaxDecompressedBytes
 	}
 	d := &Decoder{
-		sink:     sink,
-		opts:     opts,
-		topicIDs: make(map[[16]byte]string),
-		names:    make(map[string]string),
+		sink:   sink,
+		opts:   opts,
+		shared: NewShared(),
+		names:  make(map[string]string),
 	}
+	d.ssink, _ = sink.(SharedSink)
 	d.fsink, _ = sink.(FetchSink)
 	d.tsink, _ = sink.(TxnSink)
 	for key := int16(0); ; key++ {
@@ -261,8 +248,25 @@ func (d *Decoder) Connections() []ConnSummary {
 }
 
 // Errors returns the first malformed-input messages, each naming the
-// connection direction and byte position.
-func (d *Decoder) Errors() []string { return slices.Clone(d.errs) }
+// connection direction and byte position (none when the Sink is a
+// SharedSink: they went to it).
+func (d *Decoder) Errors() []string { return d.shared.Errors() }
+
+// TopicNamedBy returns the connection and time of the Metadata response
+// that first named topic ID id (Shared.TopicNamedBy).
+func (d *Decoder) TopicNamedBy(id [16]byte) (*ConnInfo, time.Time, bool) {
+	return d.shared.TopicNamedBy(id)
+}
+
+// share applies e to the Decoder's own Shared, or hands it to the Sink
+// when that is a SharedSink.
+func (d *Decoder) share(e Event) {
+	if d.ssink != nil {
+		d.ssink.Shared(e)
+		return
+	}
+	d.shared.Apply(e)
+}
 
 // intern returns the shared copy of topic name s, which may alias frame
 // bytes.
@@ -288,7 +292,7 @@ func (d *Decoder) request(key int16) kmsg.Request {
 
 // emit names the topics given by ID and hands x to the sink.
 func (d *Decoder) emit(x *Exchange) {
-	d.ResolveTopics(x)
+	d.shared.Resolve(x)
 	if d.sink != nil {
 		d.sink.Produce(x)
 	}
@@ -302,18 +306,17 @@ func (d *Decoder) errorf(c *Conn, fromA bool, pos int64, format string, args ...
 	if c.sum != nil {
 		c.sum.Malformed++
 	}
-	if len(d.errs) >= MaxErrors {
+	// A Decoder's own messages are capped as the Shared's: beyond that
+	// none is formatted.
+	if d.errCount >= MaxErrors {
 		return
 	}
+	d.errCount++
 	src, dst := c.a, c.b
 	if !fromA {
 		src, dst = dst, src
 	}
-	msg := fmt.Sprintf("decode: %s at %s->%s byte %d", fmt.Sprintf(format, args...), src, dst, pos)
-	d.errs = append(d.errs, msg)
-	if d.opts.OnError != nil {
-		d.opts.OnError(msg)
-	}
+	d.share(Event{Kind: EventError, Name: fmt.Sprintf("decode: %s at %s->%s byte %d", fmt.Sprintf(format, args...), src, dst, pos)})
 }
 
 // EndOfInput tells the decoder the capture has ended: requests still awaiting

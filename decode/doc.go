@@ -13,7 +13,7 @@
 // capture.Stream, which it satisfies without importing capture.
 //
 // decode knows Kafka bytes and never packets: it must never import capture,
-// gopacket, detect or report.
+// gopacket, detect, profile, report or pipeline.
 //
 // # What it decodes
 //

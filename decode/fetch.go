@@ -136,7 +136,7 @@ func (c *Conn) fetchResponse(dir *direction, p pending, body []byte, pos int64, 
 		}
 		d.stats.FetchedBatches += int64(len(fp.Batches))
 	}
-	d.ResolveFetch(f)
+	d.shared.ResolveFetch(f)
 	d.fsink.Fetch(f)
 }
 
@@ -311,28 +311,4 @@ func (d *Decoder) fetchedBatches(records []byte) []FetchedBatch {
 		off += n
 	}
 	return out
-}
-
-// topicSource is the Metadata response that first named a topic ID.
-type topicSource struct {
-	conn *ConnInfo
-	at   time.Time
-}
-
-// namedBy records, once per topic ID, the response that named it.
-func (d *Decoder) namedBy(id [16]byte, conn *ConnInfo, ts time.Time) {
-	if d.topicFrom == nil {
-		d.topicFrom = make(map[[16]byte]topicSource)
-	}
-	if _, ok := d.topicFrom[id]; !ok && len(d.topicFrom) < maxTopicIDs {
-		d.topicFrom[id] = topicSource{conn, ts}
-	}
-}
-
-// TopicNamedBy returns the connection and time of the Metadata response
-// that first named topic ID id, so that a capture cut down to a finding's
-// packets can keep it (Produce and Fetch v13 name topics by ID only).
-func (d *Decoder) TopicNamedBy(id [16]byte) (*ConnInfo, time.Time, bool) {
-	s, ok := d.topicFrom[id]
-	return s.conn, s.at, ok
 }

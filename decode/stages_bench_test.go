@@ -76,7 +76,7 @@ func BenchmarkProduceParse(b *testing.B) {
 				}
 				d := New(nil, Options{})
 				if v >= 13 {
-					d.topicIDs[topicID("bench")] = "bench"
+					d.shared.topicIDs[topicID("bench")] = "bench"
 				}
 				c := d.NewStream(client, broker, t0)
 				b.SetBytes(int64(size / 64))

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/kdupcap/kdupcap/decode"
 )
 
 // finding builds the Finding of a batch sent more than once: attempts in the
@@ -68,7 +68,7 @@ func (b *batch) finding() Finding {
 			responses[i] = Response{
 				Time:          fromUnixNano(a.respTime),
 				ErrorCode:     a.errorCode,
-				Error:         ErrorName(a.errorCode),
+				Error:         decode.ErrorName(a.errorCode),
 				BaseOffset:    a.baseOffset,
 				LogAppendTime: a.logAppendTime,
 				LatencyMillis: millis(a.respTime - a.reqTime),
@@ -132,28 +132,7 @@ func cause(prev, cur *attempt) (Cause, string) {
 	case prev.errorCode == 0 || prev.errorCode == errDuplicateSequenceNumber:
 		return CauseNotARetry, ""
 	}
-	return CauseBrokerError, ErrorName(prev.errorCode)
-}
-
-// ErrorName is the Kafka name of an error code: "NONE" for 0, the name kerr
-// knows, or "UNKNOWN_ERROR_<code>" for a code it does not.
-func ErrorName(code int16) string {
-	switch code {
-	case 0:
-		return "NONE"
-	case 6:
-		// kerr keeps the pre-2.7 name NOT_LEADER_OR_FOLLOWER; brokers and
-		// clients log the current one.
-		return "NOT_LEADER_OR_FOLLOWER"
-	}
-	err := kerr.ErrorForCode(code)
-	if err == kerr.UnknownServerError && code != kerr.UnknownServerError.Code {
-		return "UNKNOWN_ERROR_" + strconv.Itoa(int(code))
-	}
-	if ke, ok := err.(*kerr.Error); ok {
-		return ke.Message
-	}
-	return "UNKNOWN_ERROR_" + strconv.Itoa(int(code))
+	return CauseBrokerError, decode.ErrorName(prev.errorCode)
 }
 
 // noResponseClosed is decode's Exchange.NoResponse for a request whose

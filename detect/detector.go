@@ -126,7 +126,7 @@ type Detector struct {
 	settle   int64 // ns
 	settling ageQueue
 	reports  map[int32]reportState
-	// findingIDs counts the live findings named (Finding.id).
+	// findingIDs counts the live findings named (Finding.ID).
 	findingIDs uint64
 	fresh      []Finding
 

@@ -659,15 +659,6 @@ func TestTopicIDStats(t *testing.T) {
 	}
 }
 
-func TestErrorName(t *testing.T) {
-	for code, want := range map[int16]string{0: "NONE", -1: "UNKNOWN_SERVER_ERROR", 7: "REQUEST_TIMED_OUT",
-		20: "NOT_ENOUGH_REPLICAS_AFTER_APPEND", 46: "DUPLICATE_SEQUENCE_NUMBER", 9999: "UNKNOWN_ERROR_9999", -7: "UNKNOWN_ERROR_-7"} {
-		if got := ErrorName(code); got != want {
-			t.Errorf("ErrorName(%d) = %q, want %q", code, got, want)
-		}
-	}
-}
-
 // TestRequestOfSeveralPartitions: a request carrying batches for several
 // partitions, each re-sent in the next request, gives one finding per
 // partition, each with both attempts and its own answers.

@@ -11,8 +11,12 @@
 // a live capture (Options.Live) has each finding reported through
 // OnFinding as soon as it is decided, and Advance moves packet time on
 // when no traffic flows.
-// It imports decode for the Exchange type only; it must never import capture
-// (packets) or report (output), and it never sees Kafka bytes.
+// It imports decode for the Exchange type and what it holds, and for the
+// names of error codes (decode.ErrorName); it must never import capture or
+// gopacket (packets), profile, report (output) or pipeline, and it never
+// sees Kafka bytes. Producer profiles are package profile's, built from the same
+// exchanges and from the findings detect gives (Finding.ID names a live
+// finding across its reports).
 //
 // # Grouping
 //
@@ -79,19 +83,6 @@
 // reports the finding again with Finding.Revision one more. Findings are
 // not kept once reported (unless Options.KeepFindings), so the memory of a
 // run of days is that of one Window of batches, at most MaxBatches.
-//
-// # Producers
-//
-// A Profiler, fed the same exchanges, builds one Producer profile per
-// client IP, client.id and producer ID: the settings the requests show
-// (acks, timeout, idempotence, transactional.id, most requests in flight,
-// codecs, records per batch, client software from ApiVersions), the produce
-// latency per broker in fixed-size log histograms (Sketch), and, from every
-// report of the run's findings (Profiler.Finding, the latest report of a
-// revised finding replacing the earlier ones), its re-sends by cause and a
-// plain-language Diagnose. Its memory is bounded by
-// ProfilerOptions.MaxProducers profiles of fixed size and MaxPending
-// findings still revisable.
 //
 // # Bad input
 //

@@ -185,11 +185,15 @@ type Finding struct {
 	// another attempt of its batch arrives after it was reported; the new
 	// report holds every attempt and replaces the earlier ones.
 	Revision int
-	// id names the finding across its reports (a live Detector's; 0
-	// otherwise), for Profiler.Finding: its first attempt may change
-	// (a first attempt answered late comes after its retry), and record
-	// findings of one first attempt may be several.
-	id uint64
+	// ID names a live Detector's finding across its reports: given at its
+	// first report and kept in every revision, distinct among the findings
+	// of one Detector, never 0; 0 for a Detector without Live, which reports
+	// each finding once. Its first attempt cannot name it (a first attempt
+	// answered late comes after its retry, and record findings of one first
+	// attempt may be several), so a consumer that replaces a finding's
+	// earlier reports with its latest (profile.Profiler.Finding) keys them
+	// by ID. It is bookkeeping, not part of the output.
+	ID uint64
 }
 
 // Attempt is one ProduceRequest carrying the finding's batch.

@@ -15,7 +15,7 @@ import (
 type reportState struct {
 	revision int32
 	index    int32
-	id       uint64 // Finding.id, from the first report
+	id       uint64 // Finding.ID, from the first report
 }
 
 // verdictCode is a Verdict in one byte, for the batch's padding.
@@ -83,7 +83,7 @@ func (d *Detector) report(slot int32, b *batch) Finding {
 	if rs.revision == 0 {
 		rs.id = d.newFindingID()
 	}
-	f.Revision, f.id = int(rs.revision), rs.id
+	f.Revision, f.ID = int(rs.revision), rs.id
 	d.countReport(&f, b.reported)
 	if d.opts.KeepFindings {
 		if rs.revision == 0 {

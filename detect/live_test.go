@@ -280,12 +280,12 @@ func checkLive(t *testing.T, xs []*decode.Exchange) {
 		}
 		got := d.Flush()
 		for i, f := range emitted {
-			if f.id == 0 {
+			if f.ID == 0 {
 				t.Fatalf("report %d has no id: %+v", i, f)
 			}
 			if f.Revision == 0 {
 				for _, e := range emitted[:i] {
-					if e.id == f.id {
+					if e.ID == f.ID {
 						t.Fatalf("report %d, a first report, has the id of an earlier one: %+v", i, emitted)
 					}
 				}
@@ -293,7 +293,7 @@ func checkLive(t *testing.T, xs []*decode.Exchange) {
 			}
 			revises := false
 			for _, e := range emitted[:i] {
-				if e.Revision == f.Revision-1 && len(e.Attempts) < len(f.Attempts) && holdsAttempts(f, e) && e.id == f.id {
+				if e.Revision == f.Revision-1 && len(e.Attempts) < len(f.Attempts) && holdsAttempts(f, e) && e.ID == f.ID {
 					revises = true
 				}
 			}
@@ -303,14 +303,14 @@ func checkLive(t *testing.T, xs []*decode.Exchange) {
 		}
 		latest := latestOf(emitted)
 		for i := range latest {
-			latest[i].Revision, latest[i].id = 0, 0 // a live run's bookkeeping
+			latest[i].Revision, latest[i].ID = 0, 0 // a live run's bookkeeping
 		}
 		if !sameFindings(sortedFindings(latest), want) {
 			t.Fatalf("live (keep %v): latest reports\n %+v\nwant %+v", keep, latest, want)
 		}
 		if keep {
 			for i := range got {
-				got[i].Revision, got[i].id = 0, 0
+				got[i].Revision, got[i].ID = 0, 0
 			}
 			if !sameFindings(got, want) {
 				t.Fatalf("live Flush with KeepFindings\n %+v\nwant %+v", got, want)

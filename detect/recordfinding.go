@@ -82,18 +82,18 @@ func (d *Detector) markReported(group []int32, f *Finding) {
 	for _, di := range group {
 		dp := &rs.dups[di]
 		f.Revision = max(f.Revision, int(dp.revision))
-		if f.id == 0 {
-			f.id = dp.id
+		if f.ID == 0 {
+			f.ID = dp.id
 		}
 	}
-	if f.id == 0 && d.opts.Live {
-		f.id = d.newFindingID()
+	if f.ID == 0 && d.opts.Live {
+		f.ID = d.newFindingID()
 	}
 	for _, di := range group {
 		dp := &rs.dups[di]
 		dp.revision = int32(f.Revision) + 1
 		dp.reported = codeOf(f.Verdict)
-		dp.id = f.id
+		dp.id = f.ID
 	}
 }
 

@@ -89,7 +89,7 @@ type recDup struct {
 	live    bool
 	// queued: in recState.decided, waiting to be grouped.
 	queued bool
-	// id is the Finding.id of the live finding that reported it.
+	// id is the Finding.ID of the live finding that reported it.
 	id uint64
 }
 

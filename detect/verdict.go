@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kdupcap/kdupcap/decode"
 )
 
 // Error codes that decide what an answer says about the log.
@@ -90,7 +92,7 @@ func verdict(atts []attempt, idempotent bool, noun string) (Verdict, []int64, st
 				if outs[i] == outAppended && atts[i].baseOffset == atts[j].baseOffset {
 					answered := "with no error"
 					if atts[j].errorCode != 0 {
-						answered = ErrorName(atts[j].errorCode)
+						answered = decode.ErrorName(atts[j].errorCode)
 					}
 					return Deduplicated, offsets, "attempt " + corr(&atts[j]) +
 						" was answered " + answered + " at offset " + strconv.FormatInt(atts[j].baseOffset, 10) +
@@ -150,7 +152,7 @@ func unknowns(atts []attempt, idx []int) string {
 		case !a.partResp:
 			parts = append(parts, "the response to attempt "+corr(a)+" did not name the partition")
 		default:
-			parts = append(parts, "attempt "+corr(a)+" was answered "+ErrorName(a.errorCode)+" without a base offset")
+			parts = append(parts, "attempt "+corr(a)+" was answered "+decode.ErrorName(a.errorCode)+" without a base offset")
 		}
 	}
 	switch len(silent) {
@@ -174,7 +176,7 @@ func unknowns(atts []attempt, idx []int) string {
 func rejections(atts []attempt, idx []int) string {
 	if len(idx) == 1 {
 		a := &atts[idx[0]]
-		return "attempt " + corr(a) + " was rejected with " + ErrorName(a.errorCode)
+		return "attempt " + corr(a) + " was rejected with " + decode.ErrorName(a.errorCode)
 	}
 	return "the others were rejected (" + rejectionCodes(atts, idx) + ")"
 }
@@ -182,7 +184,7 @@ func rejections(atts []attempt, idx []int) string {
 func rejectionCodes(atts []attempt, idx []int) string {
 	parts := make([]string, len(idx))
 	for k, i := range idx {
-		parts[k] = corr(&atts[i]) + ": " + ErrorName(atts[i].errorCode)
+		parts[k] = corr(&atts[i]) + ": " + decode.ErrorName(atts[i].errorCode)
 	}
 	return strings.Join(parts, ", ")
 }

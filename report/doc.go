@@ -4,8 +4,9 @@
 // # Place in the flow
 //
 // capture -> decode -> detect -> report. report takes detect.Finding values,
-// a Summary (plain counts the CLI gathers from every stage at the end) and,
-// in a live run, Counters (the same stages' running totals), and gives:
+// the producer profiles of package profile (ProducerWriter), a Summary (plain
+// counts the CLI gathers from every stage at the end) and, in a live run,
+// Counters (the same stages' running totals), and gives:
 //
 //   - text: human tables (NewTable, rendered with tablewriter), one line per
 //     finding for a live run (NewLines), the periodic status line
@@ -21,8 +22,9 @@
 //     capture can leave them out;
 //   - Multi, to hand the same findings to several of these.
 //
-// It imports detect only; it must never import capture or decode, so it knows
-// findings, never how they were found.
+// It imports detect and profile only; it must never import capture,
+// gopacket, decode or pipeline, so it knows findings and profiles, never how
+// they were found.
 //
 // # Ownership and determinism
 //

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/profile"
 )
 
 // NewLines returns a Writer for people watching a live run: one line per
@@ -89,7 +90,7 @@ func (l *linesWriter) Finding(f detect.Finding) error {
 
 // Producers writes the "Producers" section of the table format: a live
 // run's producers are printed once, at its end, before the summary.
-func (l *linesWriter) Producers(ps []detect.Producer) error {
+func (l *linesWriter) Producers(ps []profile.Producer) error {
 	if l.producers == nil {
 		l.producers = NewTable(l.w).(*tableWriter)
 	}

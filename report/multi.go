@@ -1,6 +1,9 @@
 package report
 
-import "github.com/kdupcap/kdupcap/detect"
+import (
+	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/profile"
+)
 
 // Multi returns a Writer that hands every finding and the summary to each
 // of ws in turn. Every writer is called even when one fails; the error
@@ -33,7 +36,7 @@ func (m multiWriter) Summary(s Summary) error {
 
 // Producers hands the producer profiles to each of the writers that write
 // them (ProducerWriter), in turn.
-func (m multiWriter) Producers(ps []detect.Producer) error {
+func (m multiWriter) Producers(ps []profile.Producer) error {
 	var first error
 	for _, w := range m {
 		pw, ok := w.(ProducerWriter)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/profile"
 )
 
 // ProducerWriter is a Writer that also writes producer profiles: the
@@ -15,7 +16,7 @@ import (
 // of its writers that do; call Producers after the findings and before the
 // summary.
 type ProducerWriter interface {
-	Producers(ps []detect.Producer) error
+	Producers(ps []profile.Producer) error
 }
 
 // jsonProducer is one "type":"producer" line.
@@ -73,7 +74,7 @@ type jsonErrorCount struct {
 // round3 rounds milliseconds to the microsecond.
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
-func toJSONProducer(p *detect.Producer) jsonProducer {
+func toJSONProducer(p *profile.Producer) jsonProducer {
 	j := jsonProducer{
 		Type:             "producer",
 		Client:           p.ClientIP.String(),
@@ -136,7 +137,7 @@ func nonNil[T any](s []T) []T {
 }
 
 // Producers writes one "type":"producer" line per producer.
-func (w *jsonWriter) Producers(ps []detect.Producer) error {
+func (w *jsonWriter) Producers(ps []profile.Producer) error {
 	for i := range ps {
 		line, err := w.enc.line(toJSONProducer(&ps[i]))
 		if err == nil {
@@ -151,7 +152,7 @@ func (w *jsonWriter) Producers(ps []detect.Producer) error {
 
 // Producers writes the "Producers" section: per producer its settings, its
 // counts, a table of latency per broker and the diagnosis.
-func (t *tableWriter) Producers(ps []detect.Producer) error {
+func (t *tableWriter) Producers(ps []profile.Producer) error {
 	if len(ps) == 0 {
 		return nil
 	}
@@ -203,13 +204,9 @@ func (t *tableWriter) Producers(ps []detect.Producer) error {
 }
 
 // producerSettings lists the settings read off the wire for the table.
-func producerSettings(p *detect.Producer) string {
+func producerSettings(p *profile.Producer) string {
 	var parts []string
-	acks := make([]string, len(p.Acks))
-	for i, a := range p.Acks {
-		acks[i] = detect.AcksText(a)
-	}
-	parts = append(parts, "acks="+orDash(strings.Join(acks, "/")))
+	parts = append(parts, "acks="+orDash(p.AcksText()))
 	tos := make([]string, len(p.TimeoutsMillis))
 	for i, v := range p.TimeoutsMillis {
 		tos[i] = itoa(v)

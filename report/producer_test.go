@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/profile"
 )
 
 // TestProducerLines: a producer line has every key, arrays [] never null;
@@ -13,7 +14,7 @@ import (
 func TestProducerLines(t *testing.T) {
 	var buf bytes.Buffer
 	w := NewJSON(&buf).(ProducerWriter)
-	if err := w.Producers([]detect.Producer{{ProducerID: -1}}); err != nil {
+	if err := w.Producers([]profile.Producer{{ProducerID: -1}}); err != nil {
 		t.Fatal(err)
 	}
 	line := buf.String()
@@ -33,7 +34,7 @@ func TestProducerLines(t *testing.T) {
 		t.Errorf("no producer wrote %q, %v", buf.String(), err)
 	}
 	long := strings.Repeat("word ", 60)
-	if err := tw.Producers([]detect.Producer{{ProducerID: -1, Diagnosis: long}}); err != nil {
+	if err := tw.Producers([]profile.Producer{{ProducerID: -1, Diagnosis: long}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range strings.Split(buf.String(), "\n") {
@@ -50,7 +51,7 @@ func TestProducerLines(t *testing.T) {
 // "Producers" section between the finding lines and the summary, and Multi
 // hands the profiles to every writer that writes them, skipping the others.
 func TestProducersLinesAndMulti(t *testing.T) {
-	ps := []detect.Producer{{ProducerID: -1, Acks: []int16{-1}, Diagnosis: "re-sent twice"}}
+	ps := []profile.Producer{{ProducerID: -1, Acks: []int16{-1}, Diagnosis: "re-sent twice"}}
 	var lines, table, js bytes.Buffer
 	lw := NewLines(&lines)
 	if err := lw.Finding(detect.Finding{Verdict: detect.Duplicated, ProducerID: -1}); err != nil {

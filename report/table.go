@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/profile"
 	"github.com/olekukonko/tablewriter/tw"
 )
 
@@ -219,7 +220,7 @@ func summaryCounts(ts *tables, s *Summary, n int) error {
 	counts = append(counts, []string{"findings", findingsText(s, verdictCounts)})
 	if s.ProducerExchangesOmitted > 0 {
 		counts = append(counts, []string{"producers omitted", fmt.Sprintf(
-			"%d produce exchanges of producers past the %d profiled are in no producer profile", s.ProducerExchangesOmitted, detect.DefaultMaxProducers)})
+			"%d produce exchanges of producers past the %d profiled are in no producer profile", s.ProducerExchangesOmitted, profile.DefaultMaxProducers)})
 	}
 	if s.EvictedBatches > 0 {
 		counts = append(counts, []string{"evicted batches", fmt.Sprintf(

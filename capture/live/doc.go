@@ -6,8 +6,9 @@
 // It takes an interface name and the Kafka ports, and gives
 // [capture.Packet] values, the same type the file sources give, so that
 // live and file input share one path from packets to findings. It imports
-// capture for that type only and must never import decode, detect, report
-// or anything that knows Kafka; the CLI wires it to the Assembler.
+// capture for that type only and must never import decode, detect, profile,
+// report, pipeline or anything that knows Kafka; pipeline wires it to the
+// Assembler.
 //
 // # Capture
 //

@@ -191,8 +191,8 @@ func TestScopeFlag(t *testing.T) {
 			if aerr != nil || lerr != nil {
 				t.Fatalf("analyze error %v, live error %v", aerr, lerr)
 			}
-			if acfg.scope != tt.want || lcfg.scope != tt.want {
-				t.Errorf("scope analyze %q live %q, want %q", acfg.scope, lcfg.scope, tt.want)
+			if acfg.opts.Scope != tt.want || lcfg.opts.Scope != tt.want {
+				t.Errorf("scope analyze %q live %q, want %q", acfg.opts.Scope, lcfg.opts.Scope, tt.want)
 			}
 			// The seed's resend is on one connection: --scope client
 			// leaves it out, the others find it.

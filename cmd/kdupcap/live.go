@@ -8,12 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -24,42 +20,27 @@ import (
 	"github.com/kdupcap/kdupcap/capture/live"
 	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/pipeline"
 	"github.com/kdupcap/kdupcap/report"
 )
 
 // Defaults of the live flags.
 const (
-	defaultSettle     = 30 * time.Second
-	defaultLiveWindow = 10 * time.Minute
-	// evidenceMargin widens a finding's time span for its evidence pcap, so
-	// that the first attempt's earlier segments are in it too.
-	evidenceMargin = 200 * time.Millisecond
 	// metricsEvery is how often the metrics counters are brought up to date.
 	metricsEvery = time.Second
 )
 
-// liveConfig holds the live flags.
+// liveConfig holds the live flags: the run's options and its sinks.
 type liveConfig struct {
+	opts        pipeline.LiveOptions
 	iface       string
-	ports       []uint16
 	format      string
 	metricsAddr string
 	emit        string
-	evidenceDir string
 	user        string
-	duration    time.Duration
-	count       int
-	records     int
-	recordMatch bool
-	appDups     bool
 	statsEvery  time.Duration
 	snapLen     int
 	ringMB      int
-	window      time.Duration
-	maxBatches  int
-	settle      time.Duration
-	idleTimeout time.Duration
-	scope       detect.Scope
 }
 
 func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*liveConfig, error) {
@@ -79,10 +60,11 @@ func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*li
 	fs.StringVar(&cfg.format, "format", "lines", "output format: lines (one line per finding) or json (JSON Lines, as analyze)")
 	fs.StringVar(&cfg.metricsAddr, "metrics", "", "serve Prometheus metrics on ADDR (e.g. :9464) at /metrics")
 	fs.StringVar(&cfg.emit, "emit", "", "also publish every finding as a JSON record to kafka://HOST:PORT[,HOST:PORT]/TOPIC")
-	fs.StringVar(&cfg.evidenceDir, "evidence", "", "write the packets of every finding's attempts and responses to a pcap in DIR")
+	o := &cfg.opts
+	fs.StringVar(&o.EvidenceDir, "evidence", "", "write the packets of every finding's attempts and responses to a pcap in DIR")
 	fs.StringVar(&cfg.user, "user", "", "drop root privileges to this user once the capture socket is open (as tcpdump -Z)")
-	fs.DurationVar(&cfg.duration, "duration", 0, "stop after this long (0: run until SIGINT or SIGTERM)")
-	fs.IntVar(&cfg.count, "count", 0, "stop after this many findings (0: no limit)")
+	fs.DurationVar(&o.Duration, "duration", 0, "stop after this long (0: run until SIGINT or SIGTERM)")
+	fs.IntVar(&o.Count, "count", 0, "stop after this many findings (0: no limit)")
 	defaultStats := time.Duration(0)
 	if stderrIsTerminal {
 		defaultStats = 10 * time.Second
@@ -90,14 +72,14 @@ func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*li
 	fs.DurationVar(&cfg.statsEvery, "stats-every", defaultStats, "print a status line on stderr this often (0: never; default 10s on a terminal)")
 	fs.IntVar(&cfg.snapLen, "snaplen", live.DefaultSnapLen, "bytes kept of each packet")
 	fs.IntVar(&cfg.ringMB, "ring-mb", live.DefaultRingBytes>>20, "size of the kernel ring in MiB")
-	fs.DurationVar(&cfg.window, "window", defaultLiveWindow, "how long a batch is remembered after its last attempt")
-	fs.IntVar(&cfg.maxBatches, "max-batches", detect.DefaultMaxBatches, maxBatchesUsage)
-	fs.DurationVar(&cfg.settle, "settle", defaultSettle, "how long to wait for a retry after an attempt answered with a retriable error (or not at all) before reporting")
-	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", defaultIdleTimeout, "time after which an idle TCP connection is closed")
+	fs.DurationVar(&o.Window, "window", detect.DefaultWindow, "how long a batch is remembered after its last attempt")
+	fs.IntVar(&o.MaxBatches, "max-batches", detect.DefaultMaxBatches, maxBatchesUsage)
+	fs.DurationVar(&o.Settle, "settle", detect.DefaultSettle, "how long to wait for a retry after an attempt answered with a retriable error (or not at all) before reporting")
+	fs.DurationVar(&o.IdleTimeout, "idle-timeout", capture.DefaultIdleTimeout, "time after which an idle TCP connection is closed")
 	scope := fs.String("scope", "both", scopeUsage)
-	fs.IntVar(&cfg.records, "records", 0, recordsUsage+" (shown by --format json)")
-	fs.BoolVar(&cfg.recordMatch, "record-match", true, recordMatchUsage)
-	fs.BoolVar(&cfg.appDups, "app-duplicates", false, appDuplicatesUsage)
+	fs.IntVar(&o.Records, "records", 0, recordsUsage+" (shown by --format json)")
+	fs.BoolVar(&o.RecordMatch, "record-match", true, recordMatchUsage)
+	fs.BoolVar(&o.AppDuplicates, "app-duplicates", false, appDuplicatesUsage)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -114,21 +96,22 @@ func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*li
 		return nil, fmt.Errorf("--format %q: want lines or json", cfg.format)
 	}
 	var err error
-	if cfg.ports, err = parsePorts(*ports); err != nil {
+	if o.Ports, err = parsePorts(*ports); err != nil {
 		return nil, err
 	}
-	if cfg.window <= 0 || cfg.settle <= 0 || cfg.idleTimeout <= 0 || cfg.duration < 0 || cfg.count < 0 || cfg.statsEvery < 0 {
+	if o.Window <= 0 || o.Settle <= 0 || o.IdleTimeout <= 0 || o.Duration < 0 || o.Count < 0 || cfg.statsEvery < 0 {
 		return nil, errors.New("--window, --settle and --idle-timeout must be positive; --duration, --count and --stats-every not negative")
 	}
 	if cfg.ringMB <= 0 || cfg.snapLen <= 0 {
 		return nil, errors.New("--ring-mb and --snaplen must be positive")
 	}
-	if cfg.scope, err = parseScope(*scope); err != nil {
+	if o.Scope, err = parseScope(*scope); err != nil {
 		return nil, err
 	}
-	if err := checkRecords(cfg.records); err != nil {
+	if err := o.Check(); err != nil {
 		return nil, err
 	}
+	o.Name = "live:" + cfg.iface
 	if cfg.emit != "" {
 		if _, _, err := report.ParseEmitURL(cfg.emit); err != nil {
 			return nil, err
@@ -174,27 +157,22 @@ func stopContext(parent context.Context) (context.Context, context.CancelFunc) {
 	}
 }
 
-// liveRun is the state of one live run.
+// liveRun is the state of one live run's sinks; the run itself is a
+// pipeline.Live.
 type liveRun struct {
-	cfg      *liveConfig
-	stdout   io.Writer
-	stderr   io.Writer
-	src      *live.Source
-	p        *pipeline
-	out      report.Writer
-	metrics  *report.Metrics
-	emitter  *report.Kafka
-	evidence *capture.Evidence
-	server   *http.Server // of the metrics, closed by closeSinks
-	// prof profiles the producers from every exchange and every report of
-	// a finding, printed after the last finding (producers.go).
-	prof *detect.Profiler
+	cfg     *liveConfig
+	stdout  io.Writer
+	stderr  io.Writer
+	run     *pipeline.Live
+	out     report.Writer
+	metrics *report.Metrics
+	emitter *report.Kafka
+	server  *http.Server // of the metrics, closed by closeSinks
 
-	findings   int // first reports, for --count
-	writeErr   error
-	toEvidence []detect.Finding // decided during the last Add, written after it
-	drops      uint64           // kernel drops seen so far
-	dropTimes  []time.Time      // when the drop count was seen to grow
+	writeErr    error
+	start       time.Time
+	nextMetrics time.Time
+	nextStatus  time.Time
 }
 
 // runLive captures until ctx is done, --duration passes or --count findings
@@ -208,11 +186,11 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kdupcap live: %v\n", err)
 		return exitUsage
 	}
-	r := &liveRun{cfg: cfg, stdout: stdout, stderr: stderr, prof: liveProfiler(cfg)}
+	r := &liveRun{cfg: cfg, stdout: stdout, stderr: stderr}
 
-	r.src, err = live.Open(live.Options{
+	src, err := live.Open(live.Options{
 		Interface: cfg.iface,
-		Ports:     cfg.ports,
+		Ports:     cfg.opts.Ports,
 		SnapLen:   cfg.snapLen,
 		RingBytes: cfg.ringMB << 20,
 	})
@@ -220,7 +198,7 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kdupcap: %v\n", err)
 		return exitUsage
 	}
-	defer r.src.Close()
+	defer src.Close()
 	if cfg.user != "" {
 		if err := live.DropPrivileges(cfg.user); err != nil {
 			fmt.Fprintf(stderr, "kdupcap: %v\n", err)
@@ -233,43 +211,30 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 
-	var ignore func(a, b netip.AddrPort) bool
+	o := cfg.opts
 	if r.emitter != nil {
-		ignore = r.ignore
+		o.Ignore = r.emitter.IsOwnConn
 	}
-	r.p = newPipeline(pipelineOptions{
-		ports:       cfg.ports,
-		window:      cfg.window,
-		maxBatches:  cfg.maxBatches,
-		idleTimeout: cfg.idleTimeout,
-		scope:       cfg.scope,
-		records:     cfg.records,
-		recordMatch: cfg.recordMatch,
-		allRecords:  cfg.appDups,
-		live:        true,
-		settle:      cfg.settle,
-		onFinding:   r.finding,
-		observe:     r.observe,
-		ignore:      ignore,
-		evidence:    r.evidence,
-	})
-	r.loop(ctx)
+	o.OnFinding, o.Observe, o.OnTick, o.Warnings = r.finding, r.exchange, r.tick, stderr
+	if r.run, err = pipeline.NewLive(o, src); err != nil {
+		fmt.Fprintf(stderr, "kdupcap: --evidence: %v\n", err)
+		return exitUsage
+	}
+	r.start = time.Now()
+	r.nextMetrics, r.nextStatus = r.start.Add(metricsEvery), r.start.Add(cfg.statsEvery)
+	if err := r.run.Run(ctx); err != nil {
+		fmt.Fprintf(stderr, "kdupcap: reading %s: %v\n", cfg.iface, err)
+	}
 
-	// Flush what is pending: the decoder marks unanswered requests as cut by
-	// the end of the capture, detect reports the findings not yet reported.
-	r.p.finish()
-	r.writeEvidence()
+	r.run.Finish()
 	r.updateMetrics()
-	if err := writeProducers(r.out, r.prof); err != nil && r.writeErr == nil {
+	if err := writeProducers(r.out, r.run.Producers()); err != nil && r.writeErr == nil {
 		r.writeErr = err
 	}
-	sum := r.p.summary([]string{"live:" + cfg.iface}, nil)
-	sum.Drops = int64(r.src.Stats().Drops)
-	sum.ProducerExchangesOmitted = r.prof.Omitted()
-	if err := r.out.Summary(sum); err != nil && r.writeErr == nil {
+	if err := r.out.Summary(r.run.Summary()); err != nil && r.writeErr == nil {
 		r.writeErr = err
 	}
-	for _, e := range r.p.dec.Errors() {
+	for _, e := range r.run.Errors() {
 		fmt.Fprintf(stderr, "kdupcap: warning: %s\n", e)
 	}
 	// The emitter's last records (the summary at least) are delivered or
@@ -325,13 +290,6 @@ func (r *liveRun) openSinks() int {
 		r.emitter = k
 		ws = append(ws, k)
 	}
-	if cfg.evidenceDir != "" {
-		if err := os.MkdirAll(cfg.evidenceDir, 0o755); err != nil {
-			fmt.Fprintf(r.stderr, "kdupcap: --evidence: %v\n", err)
-			return exitUsage
-		}
-		r.evidence = capture.NewEvidence(capture.EvidenceOptions{})
-	}
 	r.out = report.Multi(ws...)
 	return exitOK
 }
@@ -357,221 +315,37 @@ func (r *liveRun) closeSinks() bool {
 	return ok
 }
 
-// loop reads packets until it must stop. Without traffic the ring answers
-// ErrTimeout every poll interval, and the wall clock moves the pipeline's
-// time on, so that findings waiting for a retry are still decided.
-func (r *liveRun) loop(ctx context.Context) {
-	start := time.Now()
-	var deadline time.Time
-	if r.cfg.duration > 0 {
-		deadline = start.Add(r.cfg.duration)
-	}
-	nextMetrics := start.Add(metricsEvery)
-	nextStatus := start.Add(r.cfg.statsEvery)
-	sinceDropCheck := 0
-	for {
-		if ctx.Err() != nil || (r.cfg.count > 0 && r.findings >= r.cfg.count) {
-			return
-		}
-		now := time.Now()
-		if !deadline.IsZero() && !now.Before(deadline) {
-			return
-		}
-		pkt, err := r.src.Next()
-		switch {
-		case err == nil:
-			r.p.asm.Add(pkt)
-			sinceDropCheck++
-		case errors.Is(err, live.ErrTimeout):
-			r.p.asm.Tick(now)
-			r.p.det.Advance(now)
-			sinceDropCheck = dropCheckEvery
-		default:
-			fmt.Fprintf(r.stderr, "kdupcap: reading %s: %v\n", r.cfg.iface, err)
-			return
-		}
-		r.writeEvidence()
-		// Reading the kernel's counters is a system call: not per packet.
-		if sinceDropCheck >= dropCheckEvery {
-			sinceDropCheck = 0
-			r.checkDrops(now)
-		}
-		if now.After(nextMetrics) {
-			r.updateMetrics()
-			nextMetrics = now.Add(metricsEvery)
-		}
-		if r.cfg.statsEvery > 0 && now.After(nextStatus) {
-			fmt.Fprintln(r.stderr, report.StatusLine(r.counters(), r.p.det.Stats().ByVerdict, now.Sub(start)))
-			nextStatus = now.Add(r.cfg.statsEvery)
-		}
-	}
-}
-
-// dropCheckEvery is how many packets pass between two readings of the
-// kernel's drop counter (and at every idle poll): the resolution with which a
-// finding is said to cross a drop.
-const dropCheckEvery = 256
-
-// checkDrops notes when the kernel's drop count was seen to grow.
-func (r *liveRun) checkDrops(now time.Time) {
-	d := r.src.Stats().Drops
-	if d <= r.drops {
-		return
-	}
-	r.drops = d
-	r.dropTimes = append(r.dropTimes, now)
-	if len(r.dropTimes) > maxDropTimes {
-		r.dropTimes = append(r.dropTimes[:0], r.dropTimes[len(r.dropTimes)-maxDropTimes:]...)
-	}
-}
-
-// maxDropTimes bounds the drop times remembered for crossesDrop.
-const maxDropTimes = 1024
-
-// finding is detect's OnFinding: write the finding to every sink at once.
+// finding writes every report of a finding to every sink at once.
 func (r *liveRun) finding(f detect.Finding) {
-	if r.crossesDrop(f) {
-		f.Reason += "; the kernel dropped packets while it was sent: evidence may be missing"
-	}
-	if f.Revision == 0 {
-		r.findings++
-	}
-	r.prof.Finding(&f)
 	if err := r.out.Finding(f); err != nil && r.writeErr == nil {
 		r.writeErr = err
 		fmt.Fprintf(r.stderr, "kdupcap: writing a finding: %v\n", err)
 	}
-	if r.evidence != nil {
-		r.toEvidence = append(r.toEvidence, f)
-	}
 }
 
-// crossesDrop says whether the kernel was seen dropping packets during the
-// finding's span (to the resolution of the read loop).
-func (r *liveRun) crossesDrop(f detect.Finding) bool {
-	if len(r.dropTimes) == 0 || len(f.Attempts) == 0 {
-		return false
-	}
-	from, to := findingSpan(f)
-	for _, t := range r.dropTimes {
-		if !t.Before(from) && !t.After(to.Add(evidenceMargin)) {
-			return true
-		}
-	}
-	return false
-}
-
-// findingSpan is the time from the finding's first attempt to its last
-// answer (or last attempt).
-func findingSpan(f detect.Finding) (from, to time.Time) {
-	from = f.Attempts[0].Time
-	for _, a := range f.Attempts {
-		if a.Time.After(to) {
-			to = a.Time
-		}
-		if a.Response != nil && a.Response.Time.After(to) {
-			to = a.Response.Time
-		}
-	}
-	return from, to
-}
-
-// writeEvidence writes the pcap of every finding decided since the last call:
-// after the packet that decided it was recorded.
-func (r *liveRun) writeEvidence() {
-	for _, f := range r.toEvidence {
-		from, to := findingSpan(f)
-		name := fmt.Sprintf("finding-%s-%s-%d-conn%d-corr%d.pcap", f.Attempts[0].Time.UTC().Format("20060102T150405.000000000Z"),
-			safeName(f.Topic), f.Partition, f.ConnID, f.Attempts[0].CorrelationID)
-		path := filepath.Join(r.cfg.evidenceDir, name)
-		// A finding re-sent across connections gets the packets of all of
-		// them, merged by time, in its one file.
-		var conns []capture.Endpoints
-		for _, at := range f.Attempts {
-			e := capture.Endpoints{A: at.Client, B: at.Broker}
-			if !at.Client.IsValid() {
-				e = capture.Endpoints{A: f.Client, B: f.Broker}
-			}
-			if !slices.Contains(conns, e) {
-				conns = append(conns, e)
-			}
-		}
-		err := r.writeEvidenceFile(path, conns, from.Add(-evidenceMargin), to.Add(evidenceMargin))
-		switch {
-		case errors.Is(err, capture.ErrEvidenceEvicted):
-			fmt.Fprintf(r.stderr, "kdupcap: evidence %s is partial: older packets of its connections were evicted to bound memory\n", path)
-		case err != nil:
-			fmt.Fprintf(r.stderr, "kdupcap: evidence %s: %v\n", path, err)
-		}
-	}
-	r.toEvidence = r.toEvidence[:0]
-}
-
-func (r *liveRun) writeEvidenceFile(path string, conns []capture.Endpoints, from, to time.Time) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	_, werr := r.evidence.WritePcapConns(f, conns, from, to)
-	if err := f.Close(); werr == nil {
-		werr = err
-	}
-	return werr
-}
-
-// safeName keeps a topic name usable in a file name.
-func safeName(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			return r
-		}
-		return '_'
-	}, s)
-}
-
-// observe feeds every produce exchange to the producer profiles, and
-// produce latency to the metrics.
-func (r *liveRun) observe(x *decode.Exchange) {
-	r.prof.Produce(x)
+// exchange feeds produce latency to the metrics.
+func (r *liveRun) exchange(x *decode.Exchange) {
 	if r.metrics == nil || !x.Responded || len(x.Batches) == 0 {
 		return
 	}
 	r.metrics.ObserveProduceLatency(x.Batches[0].Topic, x.ResponseTime.Sub(x.RequestTime).Seconds())
 }
 
-// ignore keeps kdupcap's own emission traffic out of the analysis.
-func (r *liveRun) ignore(a, b netip.AddrPort) bool {
-	return r.emitter != nil && r.emitter.IsOwnConn(a, b)
+// tick brings the metrics up to date every metricsEvery and prints a status
+// line every --stats-every.
+func (r *liveRun) tick(now time.Time) {
+	if now.After(r.nextMetrics) {
+		r.updateMetrics()
+		r.nextMetrics = now.Add(metricsEvery)
+	}
+	if r.cfg.statsEvery > 0 && now.After(r.nextStatus) {
+		fmt.Fprintln(r.stderr, report.StatusLine(r.run.Counters(), r.run.Stats().ByVerdict, now.Sub(r.start)))
+		r.nextStatus = now.Add(r.cfg.statsEvery)
+	}
 }
 
 func (r *liveRun) updateMetrics() {
 	if r.metrics != nil {
-		r.metrics.Update(r.counters())
-	}
-}
-
-// counters gathers the cumulative counts of every stage.
-func (r *liveRun) counters() report.Counters {
-	cs := r.p.asm.Stats()
-	ds := r.p.dec.Stats()
-	ts := r.p.det.Stats()
-	ls := r.src.Stats()
-	return report.Counters{
-		Packets:            cs.Packets,
-		Bytes:              cs.Bytes,
-		Drops:              int64(ls.Drops),
-		KernelPackets:      int64(ls.Packets),
-		ProduceRequests:    ds.ProduceRequests,
-		ProduceResponses:   ds.ProduceResponses,
-		Batches:            ds.Batches,
-		Records:            ds.Records,
-		Malformed:          ds.Malformed,
-		Gaps:               cs.Gaps,
-		Connections:        ds.Connections,
-		EvictedConnections: cs.IdleClosed,
-		EvictedBatches:     ts.Evicted + ts.Expired,
-		EvictedPending:     ds.Evicted,
-		Topics:             topicCounts(ts),
+		r.metrics.Update(r.run.Counters())
 	}
 }

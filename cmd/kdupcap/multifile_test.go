@@ -20,6 +20,7 @@ import (
 	"github.com/kdupcap/kdupcap/capture"
 	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/internal/kafkatest"
+	"github.com/kdupcap/kdupcap/pipeline"
 )
 
 // splitByDirection writes the seed capture's client packets to one file and
@@ -415,9 +416,9 @@ func checkCrossBrokerAttempts(t *testing.T, pcaps []string) int {
 		seq      int
 		lastResp time.Time
 	)
-	p := newPipeline(pipelineOptions{
-		ports: []uint16{9092}, sniff: true, window: defaultWindow, idleTimeout: defaultIdleTimeout,
-		observe: func(x *decode.Exchange) {
+	an := pipeline.NewAnalysis(pipeline.Options{
+		Ports: []uint16{9092}, Sniff: true, Workers: 1,
+		Observe: func(x *decode.Exchange) {
 			seq++
 			// An answered exchange is handed over at its response's packet:
 			// in a timeline merged by time, in the order of response times.
@@ -437,10 +438,10 @@ func checkCrossBrokerAttempts(t *testing.T, pcaps []string) int {
 			}
 		},
 	})
-	if errs := p.readFiles(pcaps, nil, nil); len(errs) > 0 {
+	if errs := an.Read(pipeline.Inputs{Files: pcaps}, nil); len(errs) > 0 {
 		t.Fatalf("reading %v: %v", pcaps, errs)
 	}
-	p.finish()
+	an.Finish()
 	retried := 0
 	for crc, as := range byCRC {
 		if len(as) < 2 {

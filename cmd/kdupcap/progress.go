@@ -11,12 +11,6 @@ import (
 	"github.com/kdupcap/kdupcap/detect"
 )
 
-// progressEvery+1 is how many packets readFiles reads between two calls of
-// pipeline.onRead (a power of two less one, used as a mask): cheap enough
-// to cost nothing per packet, often enough for a bar redrawn ten times a
-// second (256 packets are 16 MiB at most).
-const progressEvery = 255
-
 // progressInterval is how often the bar is redrawn at most.
 const progressInterval = 100 * time.Millisecond
 

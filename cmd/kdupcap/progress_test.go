@@ -11,6 +11,7 @@ import (
 
 	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/internal/gencap"
+	"github.com/kdupcap/kdupcap/pipeline"
 )
 
 // TestProgressBar draws the bar, forced on, into a buffer standing for the
@@ -36,12 +37,12 @@ func TestProgressBar(t *testing.T) {
 	}
 
 	var term bytes.Buffer
-	p := newPipeline(pipelineOptions{ports: []uint16{9092}, sniff: true, window: defaultWindow, idleTimeout: defaultIdleTimeout})
-	bar := newProgress(&term, true, total, p.det.Stats)
+	an := pipeline.NewAnalysis(pipeline.Options{Sniff: true, Workers: 1})
+	bar := newProgress(&term, true, total, an.Stats)
 	bar.interval = 0 // redraw on every call
 	var calls int
 	var last int64
-	p.onRead = func(n int64) {
+	onRead := func(n int64) {
 		calls++
 		if n < last {
 			t.Errorf("input bytes went back from %d to %d", last, n)
@@ -49,11 +50,11 @@ func TestProgressBar(t *testing.T) {
 		last = n
 		bar.update(n)
 	}
-	if errs := p.readFiles([]string{path}, nil, nil); len(errs) > 0 {
+	if errs := an.Read(pipeline.Inputs{Files: []string{path}}, onRead); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	bar.finish()
-	findings := p.finish()
+	findings := an.Finish()
 	if len(findings) != len(m.Resends) || len(findings) == 0 {
 		t.Fatalf("%d findings, manifest %d", len(findings), len(m.Resends))
 	}

@@ -57,7 +57,7 @@ func TestRecordsFlag(t *testing.T) {
 		}
 	}
 	cfg, err := parseLiveFlags([]string{"-i", "lo", "--records", "3"}, &bytes.Buffer{}, false)
-	if err != nil || cfg.records != 3 {
+	if err != nil || cfg.opts.Records != 3 {
 		t.Errorf("live --records 3: %+v, %v", cfg, err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package pipeline
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kdupcap/kdupcap/capture"
+	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/internal/gencap"
 )
@@ -49,11 +50,12 @@ func TestLiveMemoryBound(t *testing.T) {
 	span := pkts[len(pkts)-1].p.CI.Timestamp.Sub(pkts[0].p.CI.Timestamp)
 
 	findings := 0
-	p := newPipeline(pipelineOptions{
-		ports: []uint16{9092}, window: time.Minute, idleTimeout: 30 * time.Second,
-		live: true, settle: 5 * time.Second,
-		onFinding: func(detect.Finding) { findings++ },
-		evidence:  capture.NewEvidence(capture.EvidenceOptions{TotalBytes: 16 << 20, PerConnBytes: 1 << 20}),
+	p := newSingle(stages{
+		dec: decode.Options{Ports: []uint16{9092}, MaxConnections: maxLiveConnections},
+		det: detect.Options{Window: time.Minute, Live: true, Settle: 5 * time.Second,
+			OnFinding: func(detect.Finding) { findings++ }},
+		asm: capture.AssemblerOptions{IdleTimeout: 30 * time.Second,
+			Evidence: capture.NewEvidence(capture.EvidenceOptions{TotalBytes: 16 << 20, PerConnBytes: 1 << 20})},
 	})
 	heap := func() uint64 {
 		runtime.GC()

@@ -1,11 +1,7 @@
-package main
+package pipeline
 
 import (
 	"cmp"
-	"fmt"
-	"io"
-	"reflect"
-	"runtime"
 	"slices"
 	"time"
 
@@ -15,10 +11,9 @@ import (
 	"github.com/kdupcap/kdupcap/capture"
 	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
-	"github.com/kdupcap/kdupcap/report"
 )
 
-// Sharded analyze (--workers N, N > 1): the connections of the capture are
+// Sharded analysis (Options.Workers N, N > 1): the connections of the capture are
 // spread over N workers, each with its own Assembler and Decoder, and the
 // findings are exactly those of one worker, in the same order.
 //
@@ -32,13 +27,15 @@ import (
 //   - The batches are cut in epochs: every epoch sends one batch (maybe
 //     empty) to every worker, so that each worker's output for an epoch
 //     covers exactly the packets of that epoch.
-//   - A worker hands every Decoder event (a connection taken as Kafka, a
-//     topic named by ID, an exchange, an error message) on, tagged with the
-//     position of the packet or flush that caused it.
+//   - A worker hands every Decoder event (a decode.Event for the state
+//     the connections share: a connection taken as Kafka, a topic named by
+//     ID, an error message; an exchange, a fetch, a transaction request)
+//     on, tagged with the position of the packet or flush that caused it.
 //   - The merger takes each epoch's outputs of all workers and replays
-//     their events in capture order into the one Detector: it numbers the
-//     connections, names topics by ID and keeps the first error messages as
-//     a single Decoder would. It runs on the reader's goroutine, between
+//     their events in capture order: the decode.Events into one
+//     decode.Shared (which numbers the connections, names topics by ID and
+//     keeps the first error messages as a single Decoder would), the rest
+//     into the one Detector. It runs on the reader's goroutine, between
 //     epochs, so that N workers and the reader use N+1 goroutines.
 //
 // Events of a flush or of the end of input come from every worker; one
@@ -62,11 +59,6 @@ const (
 	// batchBytes is the room a batch starts with for packet bytes: an
 	// epoch's worth and a large packet.
 	batchBytes = epochBytes + 64<<10
-	// maxWorkers bounds --workers, and defaultMaxWorkers its default: one
-	// reader feeds them all, so a few saturate it, and each holds its
-	// batches and reassembly buffers.
-	maxWorkers        = 64
-	defaultMaxWorkers = 8
 )
 
 // itemKind is what a shardItem asks a worker to do.
@@ -101,10 +93,8 @@ type shardBatch struct {
 type eventKind uint8
 
 const (
-	eventConn     eventKind = iota // info: a connection taken as Kafka, to number
-	eventTopic                     // id, name: a topic named by ID
+	eventShared   eventKind = iota // shared: for the decode.Shared
 	eventExchange                  // x: a complete exchange
-	eventError                     // name: a malformed-input message
 	eventFetch                     // fetch: a FetchResponse's batches
 	eventInitPID                   // initPID: an InitProducerId exchange
 	eventEndTxn                    // endTxn: an EndTxn exchange
@@ -114,12 +104,10 @@ const (
 // flush before packet seq (or the end of input, seq being the packet
 // count), 2*seq+1 for packet seq.
 type shardEvent struct {
-	key  uint64
-	kind eventKind
-	x    *decode.Exchange
-	info *decode.ConnInfo
-	id   [16]byte
-	name string
+	key    uint64
+	kind   eventKind
+	x      *decode.Exchange
+	shared decode.Event
 	// fetch, initPID, endTxn: what a worker's Decoder gave its Sink's
 	// optional methods (decode.FetchSink, decode.TxnSink).
 	fetch   *decode.Fetch
@@ -151,6 +139,10 @@ func (s shardSink) Produce(x *decode.Exchange) {
 	s.w.events = append(s.w.events, shardEvent{key: s.w.key, kind: eventExchange, x: x})
 }
 
+func (s shardSink) Shared(e decode.Event) {
+	s.w.events = append(s.w.events, shardEvent{key: s.w.key, kind: eventShared, shared: e})
+}
+
 func (s shardSink) Fetch(f *decode.Fetch) {
 	s.w.events = append(s.w.events, shardEvent{key: s.w.key, kind: eventFetch, fetch: f})
 }
@@ -177,21 +169,22 @@ type shardWorker struct {
 	recycle chan []shardEvent // event slices the merger is done with
 }
 
-// shardedPipeline is the pipeline of analyze with workers: the stages of
-// pipeline, the Assembler and Decoder once per worker.
-type shardedPipeline struct {
+// sharded is the run of an analysis with workers: the stages of single,
+// the Assembler and Decoder once per worker.
+type sharded struct {
 	asmOpts capture.AssemblerOptions
 	workers []*shardWorker
 	det     *detect.Detector
-	// topics names topics by ID from what the workers learn, in capture
-	// order; it decodes nothing.
-	topics *decode.Decoder
-	nextID uint64
-	errs   []string
-	// observe, if set, sees every produce exchange before the Detector;
-	// onRead, if set, is called now and then with the input bytes read.
+	// shared is what the workers' Decoders share, built from their
+	// events in capture order.
+	shared *decode.Shared
+	// printer fingerprints the records of the batches the Detector asks
+	// for, on the merger's goroutine; it decodes nothing.
+	printer *decode.Decoder
+	// observe, if set, sees every produce exchange before the Detector.
 	observe func(*decode.Exchange)
-	onRead  func(inputBytes int64)
+	// links are the link types of the packets read (for --write-dups).
+	links []layers.LinkType
 	// The outputs of the epoch being merged, per worker: received (have),
 	// and how far replayed.
 	outs [][]shardEvent
@@ -199,20 +192,20 @@ type shardedPipeline struct {
 	pos  []int
 }
 
-// newShardedPipeline returns the pipeline of o over n workers. Only the
-// analyze options are honoured (not live, ignore or evidence).
-func newShardedPipeline(o pipelineOptions, n int) *shardedPipeline {
-	sp := &shardedPipeline{
-		asmOpts: capture.AssemblerOptions{
-			IdleTimeout:   o.idleTimeout,
-			ExternalFlush: true,
-			// The workers share the out-of-order data one Assembler may
-			// hold, so that memory stays as bounded as with one.
-			MaxBufferedPagesTotal: max(capture.DefaultMaxBufferedPagesTotal/n, capture.DefaultMaxBufferedPagesPerConnection),
-		},
-		det:     detect.New(o.detectOptions()),
-		topics:  decode.New(nil, decode.Options{}),
-		observe: o.observe,
+// newSharded returns the run of st over n workers. Only an analysis's
+// stages are honoured (not ignore, nor an Evidence ring).
+func newSharded(st stages, n int) *sharded {
+	asmOpts := st.asm
+	asmOpts.ExternalFlush = true
+	// The workers share the out-of-order data one Assembler may hold, so
+	// that memory stays as bounded as with one.
+	asmOpts.MaxBufferedPagesTotal = max(capture.DefaultMaxBufferedPagesTotal/n, capture.DefaultMaxBufferedPagesPerConnection)
+	sp := &sharded{
+		asmOpts: asmOpts,
+		det:     detect.New(st.det),
+		shared:  decode.NewShared(),
+		printer: decode.New(nil, decode.Options{}),
+		observe: st.observe,
 	}
 	for range n {
 		w := &shardWorker{
@@ -224,17 +217,7 @@ func newShardedPipeline(o pipelineOptions, n int) *shardedPipeline {
 		for range shardBatches {
 			w.free <- &shardBatch{data: make([]byte, 0, batchBytes), items: make([]shardItem, 0, 256)}
 		}
-		dopts := o.decodeOptions()
-		dopts.OnConnection = func(info *decode.ConnInfo) {
-			w.events = append(w.events, shardEvent{key: w.key, kind: eventConn, info: info})
-		}
-		dopts.OnTopicID = func(id [16]byte, name string) {
-			w.events = append(w.events, shardEvent{key: w.key, kind: eventTopic, id: id, name: name})
-		}
-		dopts.OnError = func(msg string) {
-			w.events = append(w.events, shardEvent{key: w.key, kind: eventError, name: msg})
-		}
-		w.dec = decode.New(shardSink{w: w, printer: sp.topics, every: o.allRecords}, dopts)
+		w.dec = decode.New(shardSink{w: w, printer: sp.printer, every: st.det.AllRecords}, st.dec)
 		w.asm = capture.NewAssembler(streamsOf(w.dec), sp.asmOpts)
 		sp.workers = append(sp.workers, w)
 	}
@@ -242,23 +225,15 @@ func newShardedPipeline(o pipelineOptions, n int) *shardedPipeline {
 	return sp
 }
 
-// readFiles reads the capture files as pipeline.readFiles does, through the
-// workers, and feeds the Detector; it returns the input errors.
-func (sp *shardedPipeline) readFiles(files []string, skew []time.Duration, stdin io.Reader) []error {
-	m, errs := openMerged(files, skew, stdin)
-	defer m.Close()
-	for _, w := range sp.workers {
-		go w.run()
-	}
-	return append(errs, sp.read(m)...)
-}
-
 // read is the reader and the merger, on the calling goroutine: it hands
 // every packet of m to its worker, with the flushes, in epochs, merges the
 // epochs the workers are done with between two, and returns m's errors.
 // The reader stays at most shardBatches epochs ahead of the merger; one
 // goroutine doing both leaves the other cores to the workers.
-func (sp *shardedPipeline) read(m *capture.Merged) []error {
+func (sp *sharded) read(m *capture.Merged, onRead func(int64)) []error {
+	for _, w := range sp.workers {
+		go w.run()
+	}
 	var (
 		n           = uint64(len(sp.workers))
 		gate        = capture.NewFlushGate(sp.asmOpts)
@@ -285,11 +260,14 @@ func (sp *shardedPipeline) read(m *capture.Merged) []error {
 		}
 	}
 	take()
-	errs := eachPacket(m, sp.onRead, func(pkt capture.Packet) {
+	errs := eachPacket(m, onRead, func(pkt capture.Packet) {
 		if ts := pkt.CI.Timestamp; gate.Due(ts) {
 			for _, b := range cur {
 				b.items = append(b.items, shardItem{seq: seq, kind: itemFlush, ts: ts})
 			}
+		}
+		if !slices.Contains(sp.links, pkt.LinkType) {
+			sp.links = append(sp.links, pkt.LinkType)
 		}
 		w := uint64(0)
 		if h, ok := hasher.Hash(pkt.LinkType, pkt.Data); ok {
@@ -358,7 +336,7 @@ func (w *shardWorker) run() {
 // mergeEpoch replays the workers' events of the oldest epoch not merged,
 // in capture order, and reports whether it did; unless wait, only if every
 // worker is done with it.
-func (sp *shardedPipeline) mergeEpoch(wait bool) bool {
+func (sp *sharded) mergeEpoch(wait bool) bool {
 	outs, have := sp.outs, sp.have
 	for i, w := range sp.workers {
 		if have[i] {
@@ -414,92 +392,45 @@ func (sp *shardedPipeline) mergeEpoch(wait bool) bool {
 }
 
 // replay does what one Decoder would have done for e.
-func (sp *shardedPipeline) replay(e *shardEvent) {
+func (sp *sharded) replay(e *shardEvent) {
 	switch e.kind {
-	case eventConn:
-		sp.nextID++
-		e.info.ID = sp.nextID
-	case eventTopic:
-		sp.topics.LearnTopic(e.id, e.name)
+	case eventShared:
+		sp.shared.Apply(e.shared)
 	case eventExchange:
-		sp.topics.ResolveTopics(e.x)
+		sp.shared.Resolve(e.x)
 		if sp.observe != nil {
 			sp.observe(e.x)
 		}
 		sp.det.Produce(e.x)
 	case eventFetch:
-		sp.topics.ResolveFetch(e.fetch)
+		sp.shared.ResolveFetch(e.fetch)
 		sp.det.Fetch(e.fetch)
 	case eventInitPID:
 		sp.det.InitProducerID(e.initPID)
 	case eventEndTxn:
 		sp.det.EndTxn(e.endTxn)
-	case eventError:
-		if len(sp.errs) < decode.MaxErrors {
-			sp.errs = append(sp.errs, e.name)
-		}
 	}
 }
 
 // finish returns all findings, sorted; the workers have ended.
-func (sp *shardedPipeline) finish() []detect.Finding {
+func (sp *sharded) finish() []detect.Finding {
 	return sp.det.Flush()
 }
 
-// errors returns the first malformed-input messages, in capture order.
-func (sp *shardedPipeline) errors() []string { return slices.Clone(sp.errs) }
-
-// summary sums the workers' counts and lists their connections in ID order.
-func (sp *shardedPipeline) summary(files, inputErrs []string) report.Summary {
+// stats sums the workers' counts and lists their connections in ID order.
+func (sp *sharded) stats() (capture.Stats, decode.Stats, []decode.ConnSummary) {
 	var (
 		cs    capture.Stats
 		ds    decode.Stats
 		conns []decode.ConnSummary
 	)
 	for _, w := range sp.workers {
-		addCounts(reflect.ValueOf(&cs).Elem(), reflect.ValueOf(w.asm.Stats()))
-		addCounts(reflect.ValueOf(&ds).Elem(), reflect.ValueOf(w.dec.Stats()))
+		cs.Add(w.asm.Stats())
+		ds.Add(w.dec.Stats())
 		conns = append(conns, w.dec.Connections()...)
 	}
 	slices.SortFunc(conns, func(a, b decode.ConnSummary) int {
 		return cmp.Compare(a.Info.ID, b.Info.ID)
 	})
-	return buildSummary(files, inputErrs, cs, ds, conns, sp.det.Stats())
-}
-
-// addCounts adds the integer fields of src to those of dst, the same
-// struct type, nested structs included.
-func addCounts(dst, src reflect.Value) {
-	for i := range dst.NumField() {
-		f := dst.Field(i)
-		if !f.CanSet() {
-			continue
-		}
-		switch f.Kind() {
-		case reflect.Int, reflect.Int64, reflect.Int32:
-			f.SetInt(f.Int() + src.Field(i).Int())
-		case reflect.Struct:
-			addCounts(f, src.Field(i))
-		default:
-			// A field that is not a count would be lost here: the
-			// workers' stats must be counts to be summed.
-			panic(fmt.Sprintf("addCounts: %s.%s is a %s, not a count", dst.Type(), dst.Type().Field(i).Name, f.Kind()))
-		}
-	}
-}
-
-// workersUsage is the help text of --workers.
-const workersUsage = "reassemble and decode connections on `N` goroutines, spread by their addresses, beside the one reading (1: one goroutine does all); the output is the same for any N. 0 chooses: the CPUs usable (at most 8) with --records or --app-duplicates, else 1"
-
-// autoWorkers is what --workers 0 (the default) chooses. Measured on 2
-// cores, sharding pays when decoding dominates (--records: 1.5x faster;
-// --app-duplicates decompresses every batch) but not on plain analyze,
-// where reading and detection, which one goroutine does, and the garbage
-// collector take most of the time (within 10% either way); so it shards
-// only with records to decode.
-func autoWorkers(records int, appDuplicates bool) int {
-	if records > 0 || appDuplicates {
-		return min(runtime.GOMAXPROCS(0), defaultMaxWorkers)
-	}
-	return 1
+	return cs, ds, conns
 }

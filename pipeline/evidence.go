@@ -1,19 +1,21 @@
-package main
+package pipeline
 
 import (
-	"fmt"
 	"io"
-	"os"
-	"slices"
+	"time"
 
 	"github.com/gopacket/gopacket/layers"
+
 	"github.com/kdupcap/kdupcap/capture"
+	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
 )
 
-// --write-dups FILE (analyze): after the findings, the capture files are
-// read a second time and every packet of the connections a finding relies
-// on, within the time span it relies on them, goes to FILE:
+// Evidence is the packets that show a finding. An analysis writes them for
+// all its findings to one file (--write-dups FILE, WriteEvidence): after
+// the findings, the capture files are read a second time and every packet
+// of the connections a finding relies on, within the time span it relies
+// on them, goes to FILE:
 //   - each attempt, from dupsMargin before it was sent to dupsMargin after
 //     its answer (unanswered: after the finding's last answer, so that the
 //     later response that showed it unanswered is kept; "connection closed":
@@ -23,30 +25,26 @@ import (
 //   - for a topic named by ID (Produce v13), the Metadata response that
 //     named it.
 //
-// The margin catches the first bytes of a request or response spread over
-// several packets (a finding's times are those of the packets completing
-// them). FILE is a pcap of the input's link type, or a pcapng with one
+// FILE is a pcap of the input's link type, or a pcapng with one
 // interface per link type when the inputs hold several. `kdupcap analyze
 // FILE` finds the same findings, with one known difference: a batch
 // confirmed fetched once needs every fetch that read on to the high
 // watermark, which FILE does not keep, so its evidence reads
-// produce_responses there.
+// produce_responses there. A live run writes a file per finding from the
+// packets its Evidence ring holds (live.go).
 
-// writeDupsUsage is the help text of --write-dups.
-const writeDupsUsage = "write every packet of every finding's attempts and responses (and the fetches and transaction requests it relies on) to `FILE`, a pcap that analyze reads back into the same findings"
+// EvidenceMargin widens every span of the packets kept as a finding's
+// evidence, analyze's and live's: it catches the first bytes of a request
+// or response spread over several packets, a finding's times being those
+// of the packets completing them.
+const EvidenceMargin = 200 * time.Millisecond
 
 // dupsMargin widens every span of --write-dups, as live's evidence.
-const dupsMargin = evidenceMargin
+const dupsMargin = EvidenceMargin
 
-// noteLink records the link type of a packet read.
-func (p *pipeline) noteLink(l layers.LinkType) {
-	if !slices.Contains(p.links, l) {
-		p.links = append(p.links, l)
-	}
-}
-
-// dupSpans returns the connection spans --write-dups keeps for findings.
-func (p *pipeline) dupSpans(findings []detect.Finding) []capture.ConnSpan {
+// evidenceSpans returns the connection spans the evidence of findings
+// keeps; namedBy says which Metadata response named a topic ID.
+func evidenceSpans(findings []detect.Finding, namedBy func([16]byte) (*decode.ConnInfo, time.Time, bool)) []capture.ConnSpan {
 	var spans []capture.ConnSpan
 	wire := func(x detect.WireExchange) {
 		to := x.ResponseTime
@@ -58,7 +56,7 @@ func (p *pipeline) dupSpans(findings []detect.Finding) []capture.ConnSpan {
 	}
 	for i := range findings {
 		f := &findings[i]
-		_, last := findingSpan(*f)
+		_, last := f.Span()
 		for _, a := range f.Attempts {
 			sp := capture.ConnSpan{A: a.Client, B: a.Broker, From: a.Time.Add(-dupsMargin)}
 			switch {
@@ -83,7 +81,7 @@ func (p *pipeline) dupSpans(findings []detect.Finding) []capture.ConnSpan {
 			}
 		}
 		if f.TopicID != ([16]byte{}) {
-			if c, at, ok := p.dec.TopicNamedBy(f.TopicID); ok && c != nil {
+			if c, at, ok := namedBy(f.TopicID); ok && c != nil {
 				spans = append(spans, capture.ConnSpan{A: c.Client, B: c.Broker,
 					From: at.Add(-dupsMargin), To: at.Add(dupsMargin)})
 			}
@@ -92,36 +90,37 @@ func (p *pipeline) dupSpans(findings []detect.Finding) []capture.ConnSpan {
 	return spans
 }
 
-// writeDups writes the --write-dups file of findings.
-func (p *pipeline) writeDups(cfg *analyzeConfig, findings []detect.Finding, stderr io.Writer) (err error) {
-	f, err := os.Create(cfg.writeDups)
-	if err != nil {
-		return err
+// WriteEvidence writes to w, after Finish, every packet of the inputs
+// that the findings rely on (see above): the inputs are read a second time.
+// It returns the packets written. Input errors are not reported again: Read
+// said them.
+func (a *Analysis) WriteEvidence(w io.Writer, findings []detect.Finding) (int, error) {
+	var (
+		links   []layers.LinkType
+		namedBy func([16]byte) (*decode.ConnInfo, time.Time, bool)
+	)
+	if a.sharded != nil {
+		links, namedBy = a.sharded.links, a.sharded.shared.TopicNamedBy
+	} else {
+		links, namedBy = a.single.links, a.single.dec.TopicNamedBy
 	}
-	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = cerr
-		}
-	}()
-	w, err := capture.NewSpanWriter(f, p.dupSpans(findings), p.links)
+	sw, err := capture.NewSpanWriter(w, evidenceSpans(findings, namedBy), links)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	// Files that failed to open were reported by the first pass.
-	m, _ := openMerged(cfg.files, cfg.skew, nil)
+	m, _ := a.in.open()
 	defer m.Close()
 	var werr error
-	eachPacket(m, nil, func(pkt capture.Packet) { // input errors: reported by the first pass
+	eachPacket(m, nil, func(pkt capture.Packet) {
 		if werr == nil {
-			_, werr = w.Add(pkt)
+			_, werr = sw.Add(pkt)
 		}
 	})
 	if werr != nil {
-		return werr
+		return 0, werr
 	}
-	if err := w.Flush(); err != nil {
-		return err
+	if err := sw.Flush(); err != nil {
+		return 0, err
 	}
-	fmt.Fprintf(stderr, "kdupcap: wrote %d packets of %d findings to %s\n", w.Packets(), len(findings), cfg.writeDups)
-	return nil
+	return sw.Packets(), nil
 }

@@ -1,4 +1,4 @@
-package detect
+package profile
 
 import (
 	"math"
@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/kdupcap/kdupcap/decode"
+	"github.com/kdupcap/kdupcap/detect"
 )
 
 // profile runs xs through a Detector and a Profiler, as the pipeline does,
 // and returns the profiles.
-func profile(opts ProfilerOptions, xs ...*decode.Exchange) ([]Producer, *Profiler) {
-	det := New(Options{})
-	prof := NewProfiler(opts)
+func profile(opts Options, xs ...*decode.Exchange) ([]Producer, *Profiler) {
+	det := detect.New(detect.Options{})
+	prof := New(opts)
 	for _, x := range xs {
 		prof.Produce(x)
 		det.Produce(x)
@@ -40,7 +41,7 @@ func TestProfiler(t *testing.T) {
 	idempotent := inFlight(1, ex(conn2, 1, 50, 52, 0, 0, idem(0, 0x10)))
 
 	t.Run("settings, counts, latency, causes", func(t *testing.T) {
-		ps, _ := profile(ProfilerOptions{}, append(slices.Clone(nonIdem), later, idempotent)...)
+		ps, _ := profile(Options{}, append(slices.Clone(nonIdem), later, idempotent)...)
 		if len(ps) != 2 {
 			t.Fatalf("%d producers, want 2: %+v", len(ps), ps)
 		}
@@ -53,11 +54,11 @@ func TestProfiler(t *testing.T) {
 			t.Errorf("settings: acks %v timeouts %v in flight %d codecs %v records %v/%d",
 				p.Acks, p.TimeoutsMillis, p.MaxInFlight, p.Codecs, p.RecordsMean, p.RecordsMax)
 		}
-		if p.Requests != 5 || p.Sends != 5 || p.Batches != 4 || p.Resent != 1 || p.Resends != 1 || p.ByVerdict[Duplicated] != 1 {
+		if p.Requests != 5 || p.Sends != 5 || p.Batches != 4 || p.Resent != 1 || p.Resends != 1 || p.ByVerdict[detect.Duplicated] != 1 {
 			t.Errorf("counts: requests %d sends %d batches %d resent %d resends %d verdicts %v",
 				p.Requests, p.Sends, p.Batches, p.Resent, p.Resends, p.ByVerdict)
 		}
-		if len(p.Causes) != 1 || p.Causes[0] != (CauseCount{Cause: CauseBrokerError, Error: "REQUEST_TIMED_OUT", Count: 1, MinGapMillis: 10, MaxGapMillis: 10}) {
+		if len(p.Causes) != 1 || p.Causes[0] != (CauseCount{Cause: detect.CauseBrokerError, Error: "REQUEST_TIMED_OUT", Count: 1, MinGapMillis: 10, MaxGapMillis: 10}) {
 			t.Errorf("causes %+v", p.Causes)
 		}
 		if len(p.Unretried) != 1 || p.Unretried[0] != (ErrorCount{Error: "REQUEST_TIMED_OUT", Count: 1}) {
@@ -85,22 +86,22 @@ func TestProfiler(t *testing.T) {
 	})
 
 	t.Run("capture ends after an error: not called unretried", func(t *testing.T) {
-		ps, _ := profile(ProfilerOptions{}, nonIdem...)
+		ps, _ := profile(Options{}, nonIdem...)
 		if len(ps) != 1 || len(ps[0].Unretried) != 0 {
 			t.Errorf("unretried %+v, want none: the capture ended before any retry could show", ps[0].Unretried)
 		}
 	})
 
 	t.Run("bounded producers", func(t *testing.T) {
-		ps, prof := profile(ProfilerOptions{MaxProducers: 1}, append(slices.Clone(nonIdem), idempotent)...)
+		ps, prof := profile(Options{MaxProducers: 1}, append(slices.Clone(nonIdem), idempotent)...)
 		if len(ps) != 1 || prof.Omitted() != 1 {
 			t.Errorf("%d producers, %d omitted; want 1, 1", len(ps), prof.Omitted())
 		}
 	})
 
 	t.Run("twice gives the same", func(t *testing.T) {
-		det := New(Options{})
-		prof := NewProfiler(ProfilerOptions{})
+		det := detect.New(detect.Options{})
+		prof := New(Options{})
 		for _, x := range nonIdem {
 			prof.Produce(x)
 			det.Produce(x)
@@ -122,7 +123,7 @@ func TestProfiler(t *testing.T) {
 		y := ex(nil, 2, 1, 2, 0, 0)
 		txn := "txn-1"
 		y.TransactionalID = &txn
-		ps, _ := profile(ProfilerOptions{}, x, y)
+		ps, _ := profile(Options{}, x, y)
 		if len(ps) != 2 || !slices.Equal(ps[1].TransactionalIDs, []string{"txn-1"}) || ps[0].SoftwareName != "librdkafka" || ps[0].SoftwareVersion != "2.0.2" || ps[0].MaxInFlight != 0 ||
 			len(ps[0].Latency) != 0 || ps[0].Diagnosis == "" {
 			t.Errorf("profiles %+v", ps)

@@ -1,17 +1,18 @@
-package main
+package pipeline
 
 import (
 	"fmt"
 	"testing"
 )
 
-// BenchmarkAnalyzeWorkers is BenchmarkAnalyze with --workers 1 (the single
-// pipeline) and sharded over 2 and 3 workers; sharded-1 is the sharded
-// pipeline with one worker (the reader and merger on one goroutine, the
+// BenchmarkAnalyzeWorkers is BenchmarkAnalyze with one worker (the single
+// run) and sharded over 2 and 3 workers; sharded-1 is the sharded run
+// with one worker (the reader and merger on one goroutine, the
 // worker on another), which --workers never picks.
 func BenchmarkAnalyzeWorkers(b *testing.B) {
 	path, m, size := benchInput(b)
-	opts := pipelineOptions{ports: []uint16{9092}, sniff: true, window: defaultWindow, idleTimeout: defaultIdleTimeout, recordMatch: true}
+	o := Options{Sniff: true, RecordMatch: true}
+	st := stages{det: o.detectOptions(), dec: o.decodeOptions(), asm: o.assemblerOptions()}
 	for _, n := range []int{1, 0, 2, 3} {
 		name := fmt.Sprintf("workers=%d", n)
 		if n == 0 {
@@ -25,15 +26,17 @@ func BenchmarkAnalyzeWorkers(b *testing.B) {
 					errs []error
 					find = func() error { return nil }
 				)
+				m2, _ := Inputs{Files: []string{path}}.open()
 				if n == 1 {
-					p := newPipeline(opts)
-					errs = p.readFiles([]string{path}, nil, nil)
+					p := newSingle(st)
+					errs = eachPacket(m2, nil, p.add)
 					find = func() error { return compareManifest(p.finish(), m) }
 				} else {
-					sp := newShardedPipeline(opts, max(n, 1))
-					errs = sp.readFiles([]string{path}, nil, nil)
+					sp := newSharded(st, max(n, 1))
+					errs = sp.read(m2, nil)
 					find = func() error { return compareManifest(sp.finish(), m) }
 				}
+				m2.Close()
 				if len(errs) > 0 {
 					b.Fatal(errs[0])
 				}

@@ -1,10 +1,12 @@
-package detect
+package profile
 
 import (
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kdupcap/kdupcap/detect"
 )
 
 // clientSettings names a client's own settings, so that a diagnosis says
@@ -86,7 +88,7 @@ func Diagnose(p *Producer) string {
 		timeout = p.TimeoutsMillis[n-1]
 	}
 	lat := &p.Overall
-	dup, unconfirmed, dedup := p.ByVerdict[Duplicated], p.ByVerdict[Unconfirmed], p.ByVerdict[Deduplicated]
+	dup, unconfirmed, dedup := p.ByVerdict[detect.Duplicated], p.ByVerdict[detect.Unconfirmed], p.ByVerdict[detect.Deduplicated]
 
 	// What happened.
 	head := producerName(p) + " (" + settingsText(p) + "): "
@@ -118,17 +120,17 @@ func Diagnose(p *Producer) string {
 	var fixes []string
 	for _, c := range p.Causes {
 		switch {
-		case c.Cause == CauseBrokerError && slices.Contains(afterAppend, c.Error):
+		case c.Cause == detect.CauseBrokerError && slices.Contains(afterAppend, c.Error):
 			say("%s", afterAppendText(c, timeout, lat))
 			if c.Error == "REQUEST_TIMED_OUT" && (lat.Succeeded == 0 || float64(timeout) < lat.SucceededP99Millis) {
 				fixes = append(fixes, timeoutFix(names.brokerTimeout, lat))
 			}
-		case c.Cause == CauseBrokerError && slices.Contains(leaderMoved, c.Error):
+		case c.Cause == detect.CauseBrokerError && slices.Contains(leaderMoved, c.Error):
 			say("%s followed %s: the partition's leader moved, and a broker refuses such a request before the append, so these re-sends alone write nothing twice.",
 				countText(c.Count, "re-send"), c.Error)
-		case c.Cause == CauseBrokerError:
+		case c.Cause == detect.CauseBrokerError:
 			say("%s followed %s.", countText(c.Count, "re-send"), c.Error)
-		case c.Cause == CauseClientTimeout:
+		case c.Cause == detect.CauseClientTimeout:
 			t := fmt.Sprintf("%s went out %s after the attempt before with no answer captured: the client's own timeout (%s) expired",
 				countText(c.Count, "re-send"), gapText(c), names.clientTimeout)
 			if lat.Answered > 0 {
@@ -136,10 +138,10 @@ func Diagnose(p *Producer) string {
 			}
 			say("%s.", t)
 			fixes = append(fixes, fmt.Sprintf("raising %s above the broker's p99 latency would have avoided them", names.clientTimeout))
-		case c.Cause == CauseConnectionClosed:
+		case c.Cause == detect.CauseConnectionClosed:
 			say("%s went out on a new connection %s after the attempt before, whose connection closed with no answer captured (%s).",
 				countText(c.Count, "re-send"), gapText(c), names.closes)
-		case c.Cause == CauseNotARetry:
+		case c.Cause == detect.CauseNotARetry:
 			say("%s repeated a batch already acknowledged (or sent with acks=0): the application or the client sent it again, which no retry setting prevents.",
 				countText(c.Count, "send"))
 		}
@@ -227,11 +229,7 @@ func producerName(p *Producer) string {
 func settingsText(p *Producer) string {
 	var parts []string
 	if len(p.Acks) > 0 {
-		a := make([]string, len(p.Acks))
-		for i, v := range p.Acks {
-			a[i] = AcksText(v)
-		}
-		parts = append(parts, "acks="+strings.Join(a, "/"))
+		parts = append(parts, "acks="+p.AcksText())
 	}
 	if len(p.TimeoutsMillis) > 0 {
 		t := make([]string, len(p.TimeoutsMillis))
@@ -252,14 +250,6 @@ func settingsText(p *Producer) string {
 		parts = append(parts, fmt.Sprintf("max in flight %d", p.MaxInFlight))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// AcksText is acks as clients configure it: "all" for -1.
-func AcksText(acks int16) string {
-	if acks == -1 {
-		return "all"
-	}
-	return strconv.Itoa(int(acks))
 }
 
 // gapText is the time range of a cause's re-sends after the attempt before.

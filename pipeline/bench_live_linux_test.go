@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package pipeline
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kdupcap/kdupcap/capture/live"
+	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/internal/kwire"
 )
@@ -46,9 +47,9 @@ func BenchmarkLivePipeline(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer src.Close()
-	p := newPipeline(pipelineOptions{
-		ports: []uint16{port}, window: defaultLiveWindow, idleTimeout: defaultIdleTimeout,
-		live: true, settle: defaultSettle, onFinding: func(detect.Finding) {},
+	p := newSingle(stages{
+		dec: decode.Options{Ports: []uint16{port}, MaxConnections: maxLiveConnections},
+		det: detect.Options{Live: true, OnFinding: func(detect.Finding) {}},
 	})
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

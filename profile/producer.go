@@ -1,29 +1,30 @@
-package detect
+package profile
 
 import (
 	"cmp"
 	"math"
 	"net/netip"
 	"slices"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kdupcap/kdupcap/decode"
+	"github.com/kdupcap/kdupcap/detect"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // DefaultMaxProducers bounds the producers a Profiler profiles when
-// ProfilerOptions.MaxProducers is 0.
+// Options.MaxProducers is 0.
 const DefaultMaxProducers = 4096
 
 // DefaultMaxPending bounds the findings a Profiler keeps revisable when
-// ProfilerOptions.MaxPending is 0: about 300 bytes each (measured by
-// BenchmarkProfilerFinding), 20 MB at most. A quarter of DefaultMaxBatches:
-// a live run with more findings reported within Window plus Settle (100 a
-// second over the default 10 minutes) is in a storm of re-sends, and the
-// oldest reported are tallied early; only a later report of one of those
-// would then count it twice.
-const DefaultMaxPending = DefaultMaxBatches / 4
+// Options.MaxPending is 0: about 300 bytes each (measured by
+// BenchmarkProfilerFinding), 20 MB at most. A quarter of
+// detect.DefaultMaxBatches: a live run with more findings reported within
+// Window plus Settle (100 a second over the default 10 minutes) is in a
+// storm of re-sends, and the oldest reported are tallied early; only a
+// later report of one of those would then count it twice.
+const DefaultMaxPending = detect.DefaultMaxBatches / 4
 
 // Bounds on what one producer profile lists: a producer uses one value of
 // each setting, so more are a sign of junk and are not kept.
@@ -75,7 +76,7 @@ type Producer struct {
 	// Resends the attempts after the first of them.
 	Resent, Resends int64
 	// ByVerdict counts those batches by finding verdict.
-	ByVerdict map[Verdict]int64
+	ByVerdict map[detect.Verdict]int64
 	// MostCopies is the most distinct offsets one duplicated batch was
 	// appended at.
 	MostCopies int
@@ -114,7 +115,7 @@ type BrokerLatency struct {
 
 // CauseCount counts the re-sends of one cause.
 type CauseCount struct {
-	Cause Cause
+	Cause detect.Cause
 	// Error is the broker error for CauseBrokerError, else empty.
 	Error string
 	Count int64
@@ -129,8 +130,8 @@ type ErrorCount struct {
 	Count int64
 }
 
-// ProfilerOptions configure a Profiler.
-type ProfilerOptions struct {
+// Options configure a Profiler.
+type Options struct {
 	// MaxProducers bounds the producers profiled; the exchanges of any
 	// further producer are only counted (Profiler.Omitted). 0 means
 	// DefaultMaxProducers.
@@ -185,18 +186,19 @@ type Profiler struct {
 	m       map[producerKey]*producerState
 	omitted int64
 
-	// Findings still revisable (producertally.go), by Finding.id, and the
+	// Findings still revisable (tally.go), by Finding.ID, and the
 	// order they were reported in.
 	revisable  int64 // ns; 0: none is
 	maxPending int
 	pending    map[uint64]pendingFinding
 	queue      fifo[reportRef]
 	seq        uint32
-	newest     int64 // newest packet time seen, Unix ns
+	newest     int64            // newest packet time seen, Unix ns
+	verdicts   []detect.Verdict // the verdicts of findings seen (verdictCode)
 }
 
-// NewProfiler returns an empty Profiler.
-func NewProfiler(opts ProfilerOptions) *Profiler {
+// New returns an empty Profiler.
+func New(opts Options) *Profiler {
 	if opts.MaxProducers <= 0 {
 		opts.MaxProducers = DefaultMaxProducers
 	}
@@ -242,7 +244,7 @@ func (pr *Profiler) Produce(x *decode.Exchange) {
 			return
 		}
 		s = &producerState{p: Producer{ClientIP: ip, ProducerID: pid, Idempotent: pid >= 0,
-			first: x.RequestTime, order: len(pr.m), ByVerdict: map[Verdict]int64{}}}
+			first: x.RequestTime, order: len(pr.m), ByVerdict: map[detect.Verdict]int64{}}}
 		if x.ClientID != nil {
 			id := *x.ClientID
 			s.p.ClientID = &id
@@ -278,7 +280,7 @@ func (pr *Profiler) Produce(x *decode.Exchange) {
 				if s.errSends == nil {
 					s.errSends = make(map[string]int64)
 				}
-				s.errSends[ErrorName(r.ErrorCode)]++
+				s.errSends[decode.ErrorName(r.ErrorCode)]++
 				if x.ResponseTime.After(s.lastError) {
 					s.lastError = x.ResponseTime
 				}
@@ -313,6 +315,17 @@ func (p *Producer) broker(addr netip.AddrPort) *BrokerLatency {
 	return &p.Latency[len(p.Latency)-1]
 }
 
+// AcksText is the acks of p's requests as clients configure them, joined
+// by "/": "all" for -1, "all/1" when it changed; empty when no request was
+// seen.
+func (p *Producer) AcksText() string {
+	a := make([]string, len(p.Acks))
+	for i, v := range p.Acks {
+		a[i] = decode.AcksText(v)
+	}
+	return strings.Join(a, "/")
+}
+
 // addDistinct adds v to the ascending set s, up to maxProfileValues values.
 func addDistinct[T cmp.Ordered](s []T, v T) []T {
 	i, found := slices.BinarySearch(s, v)
@@ -335,7 +348,7 @@ func (pr *Profiler) Producers() []Producer {
 			t = c.prod.tally.clone()
 			merged[c.prod] = t
 		}
-		t.add(&c)
+		t.add(&c, pr.verdictOf(c.verdict))
 	}
 	out := make([]Producer, 0, len(pr.m))
 	for _, s := range pr.m {
@@ -356,7 +369,7 @@ func (s *producerState) profile(r *tally) Producer {
 	p.TransactionalIDs = slices.Clone(p.TransactionalIDs)
 	p.Acks = slices.Clone(p.Acks)
 	p.TimeoutsMillis = slices.Clone(p.TimeoutsMillis)
-	p.ByVerdict = map[Verdict]int64{}
+	p.ByVerdict = map[detect.Verdict]int64{}
 	p.Resent, p.Resends, p.MostCopies, p.Causes = r.resent, r.resends, r.mostCopies, slices.Clone(r.causes)
 	for v, n := range r.byVerdict {
 		p.ByVerdict[v] = n
@@ -367,7 +380,7 @@ func (s *producerState) profile(r *tally) Producer {
 	}
 	for c := range 8 {
 		if s.codecs&(1<<c) != 0 {
-			p.Codecs = append(p.Codecs, CodecName(int16(c)))
+			p.Codecs = append(p.Codecs, decode.CodecName(int16(c)))
 		}
 	}
 	for err, n := range s.errSends {
@@ -420,8 +433,10 @@ func latencyOf(broker netip.AddrPort, all, ok *Sketch) BrokerLatency {
 	}
 }
 
+func millis(ns int64) float64 { return float64(ns) / 1e6 }
+
 // addCause counts the re-send a in causes.
-func addCause(causes []CauseCount, a *Attempt) []CauseCount {
+func addCause(causes []CauseCount, a *detect.Attempt) []CauseCount {
 	return mergeCause(causes, CauseCount{Cause: a.Cause, Error: a.CauseError, Count: 1, MinGapMillis: a.GapMillis, MaxGapMillis: a.GapMillis})
 }
 
@@ -437,21 +452,4 @@ func mergeCause(causes []CauseCount, c CauseCount) []CauseCount {
 		}
 	}
 	return append(causes, c)
-}
-
-// CodecName names a record batch compression codec (attributes bits 0-2).
-func CodecName(codec int16) string {
-	switch codec & 0x7 {
-	case 0:
-		return "none"
-	case 1:
-		return "gzip"
-	case 2:
-		return "snappy"
-	case 3:
-		return "lz4"
-	case 4:
-		return "zstd"
-	}
-	return "codec-" + strconv.Itoa(int(codec&0x7))
 }

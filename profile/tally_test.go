@@ -1,4 +1,4 @@
-package detect
+package profile
 
 import (
 	"reflect"
@@ -7,17 +7,18 @@ import (
 	"time"
 
 	"github.com/kdupcap/kdupcap/decode"
+	"github.com/kdupcap/kdupcap/detect"
 )
 
 // legacyProducers is Profiler.Producers as it was before Finding: the
 // re-sends of every finding of the run tallied at once, from scratch, each
 // finding as it stands. It is the reference the incremental tally must
 // equal; the rest of a profile is Producers' own (producerState.profile).
-func legacyProducers(pr *Profiler, findings []Finding) []Producer {
+func legacyProducers(pr *Profiler, findings []detect.Finding) []Producer {
 	acc := map[producerKey]*tally{}
 	for i := range findings {
 		f := &findings[i]
-		if f.Kind == KindRecordDuplicate {
+		if f.Kind == detect.KindRecordDuplicate {
 			continue
 		}
 		k := keyOf(f.Client.Addr(), f.ClientID, f.ProducerID)
@@ -26,13 +27,13 @@ func legacyProducers(pr *Profiler, findings []Finding) []Producer {
 		}
 		r := acc[k]
 		if r == nil {
-			r = &tally{byVerdict: map[Verdict]int64{}, retried: map[string]int64{}}
+			r = &tally{byVerdict: map[detect.Verdict]int64{}, retried: map[string]int64{}}
 			acc[k] = r
 		}
 		r.resent++
 		r.resends += int64(max(len(f.Attempts)-1, 0) + f.AttemptsOmitted)
 		r.byVerdict[f.Verdict]++
-		if f.Verdict == Duplicated {
+		if f.Verdict == detect.Duplicated {
 			r.mostCopies = max(r.mostCopies, len(f.AppendedOffsets))
 		}
 		for j := range f.Attempts {
@@ -67,14 +68,14 @@ const (
 // live, the Detector is live (keeping its findings) and every report goes
 // to the Profiler as it comes, else the findings Flush returns do. It
 // returns the Profiler and the run's findings (the latest report of each).
-func runProfiled(live bool, popts ProfilerOptions, xs []*decode.Exchange, each func(*Profiler)) (*Profiler, []Finding) {
-	prof := NewProfiler(popts)
-	opts := Options{}
+func runProfiled(live bool, popts Options, xs []*decode.Exchange, each func(*Profiler)) (*Profiler, []detect.Finding) {
+	prof := New(popts)
+	opts := detect.Options{}
 	if live {
-		opts = Options{Live: true, KeepFindings: true, Window: liveWindow, Settle: liveSettle,
-			OnFinding: func(f Finding) { prof.Finding(&f) }}
+		opts = detect.Options{Live: true, KeepFindings: true, Window: liveWindow, Settle: liveSettle,
+			OnFinding: func(f detect.Finding) { prof.Finding(&f) }}
 	}
-	det := New(opts)
+	det := detect.New(opts)
 	for _, x := range xs {
 		prof.Produce(x)
 		det.Produce(x)
@@ -142,16 +143,16 @@ func TestProfilerIncremental(t *testing.T) {
 	tests := []struct {
 		name string
 		live bool
-		opts ProfilerOptions
+		opts Options
 		xs   []*decode.Exchange
 	}{
-		{"analyze: findings at Flush", false, ProfilerOptions{}, mixed},
-		{"live: reports as they come", true, ProfilerOptions{Revisable: liveWindow + liveSettle}, mixed},
-		{"live: revised findings", true, ProfilerOptions{Revisable: liveWindow + liveSettle}, revised(conn1, 1, 0)},
-		{"live: many revised findings, tallied for good as they go", true, ProfilerOptions{Revisable: liveWindow + liveSettle, MaxPending: 8}, many},
-		{"analyze: many findings", false, ProfilerOptions{}, many},
-		{"live: first attempt completing after its retry", true, ProfilerOptions{Revisable: liveWindow + liveSettle}, lateFirst},
-		{"live: records of one failure in two findings", true, ProfilerOptions{Revisable: liveWindow + liveSettle}, split},
+		{"analyze: findings at Flush", false, Options{}, mixed},
+		{"live: reports as they come", true, Options{Revisable: liveWindow + liveSettle}, mixed},
+		{"live: revised findings", true, Options{Revisable: liveWindow + liveSettle}, revised(conn1, 1, 0)},
+		{"live: many revised findings, tallied for good as they go", true, Options{Revisable: liveWindow + liveSettle, MaxPending: 8}, many},
+		{"analyze: many findings", false, Options{}, many},
+		{"live: first attempt completing after its retry", true, Options{Revisable: liveWindow + liveSettle}, lateFirst},
+		{"live: records of one failure in two findings", true, Options{Revisable: liveWindow + liveSettle}, split},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,9 +174,9 @@ func TestProfilerIncremental(t *testing.T) {
 // within MaxPending.
 func TestProfilerRevision(t *testing.T) {
 	t.Run("revised counts once, with the later verdict", func(t *testing.T) {
-		var verdicts []Verdict
-		prof := NewProfiler(ProfilerOptions{Revisable: liveWindow + liveSettle})
-		det := New(Options{Live: true, Window: liveWindow, Settle: liveSettle, OnFinding: func(f Finding) {
+		var verdicts []detect.Verdict
+		prof := New(Options{Revisable: liveWindow + liveSettle})
+		det := detect.New(detect.Options{Live: true, Window: liveWindow, Settle: liveSettle, OnFinding: func(f detect.Finding) {
 			verdicts = append(verdicts, f.Verdict)
 			prof.Finding(&f)
 		}})
@@ -183,11 +184,11 @@ func TestProfilerRevision(t *testing.T) {
 			prof.Produce(x)
 			det.Produce(x)
 		}
-		if want := []Verdict{Unconfirmed, Duplicated}; !slices.Equal(verdicts, want) {
+		if want := []detect.Verdict{detect.Unconfirmed, detect.Duplicated}; !slices.Equal(verdicts, want) {
 			t.Fatalf("reports %v, want %v", verdicts, want)
 		}
 		p := prof.Producers()[0]
-		if p.Resent != 1 || p.Resends != 2 || !reflect.DeepEqual(p.ByVerdict, map[Verdict]int64{Duplicated: 1}) || p.MostCopies != 2 {
+		if p.Resent != 1 || p.Resends != 2 || !reflect.DeepEqual(p.ByVerdict, map[detect.Verdict]int64{detect.Duplicated: 1}) || p.MostCopies != 2 {
 			t.Errorf("resent %d resends %d verdicts %v copies %d; want 1, 2, duplicated 1, 2", p.Resent, p.Resends, p.ByVerdict, p.MostCopies)
 		}
 		det.Flush()
@@ -205,12 +206,12 @@ func TestProfilerRevision(t *testing.T) {
 			xs = append(xs, ex(conn1, int32(2*i+1), at, at+1, 7, int64(2*i), plain(uint32(i+1))),
 				ex(conn1, int32(2*i+2), at+10, at+11, 0, int64(2*i+1), plain(uint32(i+1))))
 		}
-		prof, _ := runProfiled(true, ProfilerOptions{Revisable: liveWindow + liveSettle, MaxPending: 8}, xs, nil)
+		prof, _ := runProfiled(true, Options{Revisable: liveWindow + liveSettle, MaxPending: 8}, xs, nil)
 		if n := prof.Pending(); n != 1 {
 			t.Errorf("%d findings pending, want 1 (the others past revision)", n)
 		}
 		p := prof.Producers()[0]
-		if p.Resent != 9 || p.ByVerdict[Duplicated] != 9 || p.Resends != 9 || len(p.Causes) != 1 || p.Causes[0].Count != 9 {
+		if p.Resent != 9 || p.ByVerdict[detect.Duplicated] != 9 || p.Resends != 9 || len(p.Causes) != 1 || p.Causes[0].Count != 9 {
 			t.Errorf("resent %d verdicts %v resends %d causes %+v; want 9 duplicated, 9 re-sends", p.Resent, p.ByVerdict, p.Resends, p.Causes)
 		}
 	})
@@ -224,7 +225,7 @@ func TestProfilerRevision(t *testing.T) {
 				ex(conn1, int32(2*i+2), at+10, at+11, 0, int64(2*i+1), plain(uint32(i+1))))
 		}
 		most := 0
-		prof, fs := runProfiled(true, ProfilerOptions{Revisable: liveWindow + liveSettle, MaxPending: 4}, xs,
+		prof, fs := runProfiled(true, Options{Revisable: liveWindow + liveSettle, MaxPending: 4}, xs,
 			func(p *Profiler) { most = max(most, p.Pending()) })
 		if most > 4 {
 			t.Errorf("%d findings pending at once, MaxPending 4", most)
@@ -235,20 +236,20 @@ func TestProfilerRevision(t *testing.T) {
 	})
 
 	t.Run("application duplicates and unprofiled producers are not tallied", func(t *testing.T) {
-		prof := NewProfiler(ProfilerOptions{Revisable: time.Minute})
+		prof := New(Options{Revisable: time.Minute})
 		prof.Produce(ex(conn1, 1, 0, 1, 0, 0, plain(1)))
-		// Named as a live Detector names its findings (Finding.id).
-		f := Finding{Kind: KindRecordResend, Client: conn1.Client, ClientID: &rdkafka, ProducerID: -1, Verdict: Duplicated, id: 1,
-			Attempts: []Attempt{{ConnID: 1, CorrelationID: 1, Time: ms(0)}, {ConnID: 1, CorrelationID: 2, Time: ms(10), Cause: CauseClientTimeout}}}
+		// Named as a live Detector names its findings (Finding.ID).
+		f := detect.Finding{Kind: detect.KindRecordResend, Client: conn1.Client, ClientID: &rdkafka, ProducerID: -1, Verdict: detect.Duplicated, ID: 1,
+			Attempts: []detect.Attempt{{ConnID: 1, CorrelationID: 1, Time: ms(0)}, {ConnID: 1, CorrelationID: 2, Time: ms(10), Cause: detect.CauseClientTimeout}}}
 		prof.Finding(&f)
 		other := f
-		other.ClientID, other.id = nil, 2
-		other.Attempts = []Attempt{{ConnID: 2, CorrelationID: 1, Time: ms(0)}, {ConnID: 2, CorrelationID: 2, Time: ms(10)}}
+		other.ClientID, other.ID = nil, 2
+		other.Attempts = []detect.Attempt{{ConnID: 2, CorrelationID: 1, Time: ms(0)}, {ConnID: 2, CorrelationID: 2, Time: ms(10)}}
 		prof.Finding(&other) // a producer never seen
 		if p := prof.Producers()[0]; p.Resent != 1 {
 			t.Fatalf("resent %d, want 1", p.Resent)
 		}
-		f.Kind = KindRecordDuplicate // the same records, reported again as the application's doing
+		f.Kind = detect.KindRecordDuplicate // the same records, reported again as the application's doing
 		prof.Finding(&f)
 		if p := prof.Producers()[0]; p.Resent != 0 || prof.Pending() != 0 {
 			t.Errorf("resent %d, %d pending; want 0, 0", p.Resent, prof.Pending())

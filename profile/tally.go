@@ -1,10 +1,12 @@
-package detect
+package profile
 
 import (
 	"maps"
 	"math"
 	"slices"
 	"time"
+
+	"github.com/kdupcap/kdupcap/detect"
 )
 
 // What the findings say of a producer's re-sends, tallied as they are
@@ -21,7 +23,7 @@ import (
 // tally is what findings say of one producer's re-sends.
 type tally struct {
 	resent, resends int64
-	byVerdict       map[Verdict]int64
+	byVerdict       map[detect.Verdict]int64
 	mostCopies      int
 	causes          []CauseCount
 	retried         map[string]int64 // errored attempts sent again, by error
@@ -35,7 +37,7 @@ type pendingFinding struct {
 	resends int32
 	copies  int32  // when duplicated
 	seq     uint32 // of its entry in Profiler.queue
-	verdict verdictCode
+	verdict uint8  // Profiler.verdictCode
 	causes  []CauseCount
 	retried []ErrorCount
 }
@@ -48,17 +50,18 @@ type reportRef struct {
 }
 
 // Finding counts one report of a finding of the same run as the exchanges
-// (OnFinding, or each finding Flush returns). A live Detector's report of a
-// finding reported before replaces the earlier one, as long as that one is
-// revisable (ProfilerOptions.Revisable); any other finding is tallied at
-// once. It reads f only during the call.
-func (pr *Profiler) Finding(f *Finding) {
+// (detect.Options.OnFinding, or each finding Detector.Flush returns). A
+// live Detector's report of a finding reported before (the same
+// Finding.ID) replaces the earlier one, as long as that one is revisable
+// (Options.Revisable); any other finding is tallied at once. It reads f
+// only during the call.
+func (pr *Profiler) Finding(f *detect.Finding) {
 	c, ok := pr.share(f)
 	pr.newest = max(pr.newest, c.last)
-	k := f.id // a live Detector names a finding at its first report and keeps the name in its revisions
+	k := f.ID // a live Detector names a finding at its first report and keeps the name in its revisions
 	if pr.revisable == 0 || k == 0 {
 		if ok {
-			c.prod.tally.add(&c)
+			c.prod.tally.add(&c, pr.verdictOf(c.verdict))
 		}
 		return
 	}
@@ -88,7 +91,7 @@ func (pr *Profiler) seen(t time.Time) {
 // share is f's share in its producer's tally; false when f is not a re-send
 // (the application produced its records twice) or its producer is not
 // profiled. Its last time is set either way.
-func (pr *Profiler) share(f *Finding) (pendingFinding, bool) {
+func (pr *Profiler) share(f *detect.Finding) (pendingFinding, bool) {
 	c := pendingFinding{last: math.MinInt64}
 	for i := range f.Attempts {
 		a := &f.Attempts[i]
@@ -97,7 +100,7 @@ func (pr *Profiler) share(f *Finding) (pendingFinding, bool) {
 			c.last = max(c.last, a.Response.Time.UnixNano())
 		}
 	}
-	if f.Kind == KindRecordDuplicate {
+	if f.Kind == detect.KindRecordDuplicate {
 		return c, false // the application's doing, not a re-send
 	}
 	c.prod = pr.m[keyOf(f.Client.Addr(), f.ClientID, f.ProducerID)]
@@ -105,8 +108,8 @@ func (pr *Profiler) share(f *Finding) (pendingFinding, bool) {
 		return c, false
 	}
 	c.resends = int32(min(max(len(f.Attempts)-1, 0)+f.AttemptsOmitted, math.MaxInt32))
-	c.verdict = codeOf(f.Verdict)
-	if f.Verdict == Duplicated {
+	c.verdict = pr.verdictCode(f.Verdict)
+	if f.Verdict == detect.Duplicated {
 		c.copies = int32(min(len(f.AppendedOffsets), math.MaxInt32))
 	}
 	for j := range f.Attempts {
@@ -138,7 +141,7 @@ func (pr *Profiler) settle() {
 			if c.last >= cutoff && len(pr.pending) <= pr.maxPending {
 				break
 			}
-			c.prod.tally.add(&c)
+			c.prod.tally.add(&c, pr.verdictOf(c.verdict))
 			delete(pr.pending, q.key)
 		}
 		pr.queue.pop()
@@ -157,17 +160,42 @@ func (pr *Profiler) settle() {
 	}
 }
 
+// verdictCode is v in one byte, for a pending finding's padding: 1 + its
+// index in pr.verdicts, the verdicts seen, v added if new (detect gives a
+// handful); 0 for "" or beyond 255 of them.
+func (pr *Profiler) verdictCode(v detect.Verdict) uint8 {
+	if v == "" {
+		return 0
+	}
+	if i := slices.Index(pr.verdicts, v); i >= 0 {
+		return uint8(i + 1)
+	}
+	if len(pr.verdicts) == math.MaxUint8 {
+		return 0
+	}
+	pr.verdicts = append(pr.verdicts, v)
+	return uint8(len(pr.verdicts))
+}
+
+// verdictOf is the verdict of code (verdictCode).
+func (pr *Profiler) verdictOf(code uint8) detect.Verdict {
+	if code == 0 {
+		return ""
+	}
+	return pr.verdicts[code-1]
+}
+
 // minQueue is the fewest stale queue entries worth dropping.
 const minQueue = 64
 
-// add adds the share c to t.
-func (t *tally) add(c *pendingFinding) {
+// add adds the share c, of a finding of verdict v, to t.
+func (t *tally) add(c *pendingFinding, v detect.Verdict) {
 	if t.byVerdict == nil {
-		t.byVerdict = make(map[Verdict]int64)
+		t.byVerdict = make(map[detect.Verdict]int64)
 	}
 	t.resent++
 	t.resends += int64(c.resends)
-	t.byVerdict[verdictByCode[c.verdict]]++
+	t.byVerdict[v]++
 	t.mostCopies = max(t.mostCopies, int(c.copies))
 	for _, cc := range c.causes {
 		t.causes = mergeCause(t.causes, cc)

@@ -1,9 +1,11 @@
-package detect
+package profile
 
 import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/kdupcap/kdupcap/detect"
 )
 
 // TestDiagnose checks each rule of Diagnose on profiles built by hand: the
@@ -23,9 +25,9 @@ func TestDiagnose(t *testing.T) {
 			Batches:        10,
 			Resent:         8,
 			Resends:        8,
-			ByVerdict:      map[Verdict]int64{Duplicated: 6, Unconfirmed: 2},
+			ByVerdict:      map[detect.Verdict]int64{detect.Duplicated: 6, detect.Unconfirmed: 2},
 			MostCopies:     2,
-			Causes:         []CauseCount{{Cause: CauseBrokerError, Error: "REQUEST_TIMED_OUT", Count: 8, MinGapMillis: 100, MaxGapMillis: 100}},
+			Causes:         []CauseCount{{Cause: detect.CauseBrokerError, Error: "REQUEST_TIMED_OUT", Count: 8, MinGapMillis: 100, MaxGapMillis: 100}},
 			Overall:        BrokerLatency{Answered: 18, P50Millis: 2, P99Millis: 9, MaxMillis: 9.5, Succeeded: 10, SucceededP50Millis: 4, SucceededP99Millis: 9},
 		}
 		if mod != nil {
@@ -81,7 +83,7 @@ func TestDiagnose(t *testing.T) {
 			name: "client timeout, kgo",
 			p: base(func(p *Producer) {
 				p.SoftwareName, p.SoftwareVersion = "kgo", "v1.22.3"
-				p.Causes = []CauseCount{{Cause: CauseClientTimeout, Count: 8, MinGapMillis: 10000, MaxGapMillis: 10000}}
+				p.Causes = []CauseCount{{Cause: detect.CauseClientTimeout, Count: 8, MinGapMillis: 10000, MaxGapMillis: 10000}}
 				p.Overall.P99Millis, p.Overall.MaxMillis = 12000, 15000
 			}),
 			want: []string{
@@ -94,15 +96,15 @@ func TestDiagnose(t *testing.T) {
 			name: "connection closed, Java",
 			p: base(func(p *Producer) {
 				p.SoftwareName = "apache-kafka-java"
-				p.Causes = []CauseCount{{Cause: CauseConnectionClosed, Count: 2, MinGapMillis: 30000, MaxGapMillis: 30100}}
+				p.Causes = []CauseCount{{Cause: detect.CauseConnectionClosed, Count: 2, MinGapMillis: 30000, MaxGapMillis: 30100}}
 			}),
 			want: []string{"2 re-sends went out on a new connection 30000-30100 ms after the attempt before", "the Java client closes a connection whose request got no answer within request.timeout.ms"},
 		},
 		{
 			name: "leader moved: refused before the append",
 			p: base(func(p *Producer) {
-				p.ByVerdict = map[Verdict]int64{Single: 8}
-				p.Causes = []CauseCount{{Cause: CauseBrokerError, Error: "NOT_LEADER_OR_FOLLOWER", Count: 8}}
+				p.ByVerdict = map[detect.Verdict]int64{detect.Single: 8}
+				p.Causes = []CauseCount{{Cause: detect.CauseBrokerError, Error: "NOT_LEADER_OR_FOLLOWER", Count: 8}}
 			}),
 			want:    []string{"none written twice", "8 re-sends followed NOT_LEADER_OR_FOLLOWER: the partition's leader moved"},
 			wantNot: []string{"would have been harmless", "REQUEST_TIMED_OUT"},
@@ -116,7 +118,7 @@ func TestDiagnose(t *testing.T) {
 			name: "idempotent, deduplicated",
 			p: base(func(p *Producer) {
 				p.ProducerID, p.Idempotent, p.MaxInFlight = 7, true, 5
-				p.ByVerdict = map[Verdict]int64{Deduplicated: 8}
+				p.ByVerdict = map[detect.Verdict]int64{detect.Deduplicated: 8}
 			}),
 			want:    []string{"idempotent, producer id 7", "none written twice, 8 deduplicated by the broker", "Idempotence made these re-sends harmless"},
 			wantNot: []string{"no idempotence", "enable.idempotence=true"},
@@ -140,7 +142,7 @@ func TestDiagnose(t *testing.T) {
 		{
 			name: "not a retry",
 			p: base(func(p *Producer) {
-				p.Causes = []CauseCount{{Cause: CauseNotARetry, Count: 1}}
+				p.Causes = []CauseCount{{Cause: detect.CauseNotARetry, Count: 1}}
 			}),
 			want: []string{"1 send repeated a batch already acknowledged"},
 		},

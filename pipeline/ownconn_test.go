@@ -1,6 +1,7 @@
-package main
+package pipeline
 
 import (
+	"io"
 	"net/netip"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/kdupcap/kdupcap/capture"
+	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
 )
 
@@ -17,23 +19,32 @@ import (
 // must ask whether a connection is its own when its first bytes come, not
 // at its first packet, or the emitter's own produce traffic is analyzed.
 func TestIgnoreDecidedAfterSYN(t *testing.T) {
-	lt, pkts := readPcap(t, "../../testdata/kgo-v13-nonidempotent-closed-after-append.pcap")
+	src, err := capture.Open("../testdata/kgo-v13-nonidempotent-closed-after-append.pcap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
 	dialed := map[[2]netip.AddrPort]bool{}
 	var findings []detect.Finding
-	p := newPipeline(pipelineOptions{
-		ports:     []uint16{32771},
-		window:    defaultLiveWindow,
-		live:      true,
-		onFinding: func(f detect.Finding) { findings = append(findings, f) },
+	p := newSingle(stages{
+		dec: decode.Options{Ports: []uint16{32771}},
+		det: detect.Options{Live: true, OnFinding: func(f detect.Finding) { findings = append(findings, f) }},
 		ignore: func(a, b netip.AddrPort) bool {
 			return dialed[[2]netip.AddrPort{a, b}] || dialed[[2]netip.AddrPort{b, a}]
 		},
 	})
 	syns := 0
-	for _, pk := range pkts {
-		p.asm.Add(capture.Packet{Data: pk.data, CI: pk.ci, LinkType: lt})
+	for {
+		pk, err := src.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.asm.Add(pk)
 		// Every connection is the emitter's: known once its SYN is out.
-		gp := gopacket.NewPacket(pk.data, lt, gopacket.Default)
+		gp := gopacket.NewPacket(pk.Data, pk.LinkType, gopacket.Default)
 		tcp, _ := gp.Layer(layers.LayerTypeTCP).(*layers.TCP)
 		if tcp == nil || !tcp.SYN || tcp.ACK || gp.NetworkLayer() == nil {
 			continue

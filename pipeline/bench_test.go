@@ -1,4 +1,4 @@
-package main
+package pipeline
 
 import (
 	"io"
@@ -64,22 +64,22 @@ func benchInput(b *testing.B) (string, *gencap.Manifest, int64) {
 	return path, m, st.Size()
 }
 
-// BenchmarkAnalyze measures the whole pipeline (read, decode, reassemble,
+// BenchmarkAnalyze measures a whole Analysis (read, decode, reassemble,
 // Kafka decode, detect) on a generated capture and fails if the findings
 // differ from the generator's manifest.
 func BenchmarkAnalyze(b *testing.B) {
 	path, m, size := benchInput(b)
-	opts := pipelineOptions{ports: []uint16{9092}, sniff: true, window: defaultWindow, idleTimeout: defaultIdleTimeout, recordMatch: os.Getenv("KDUPCAP_BENCH_RECORDS") != "0"}
+	opts := Options{Sniff: true, RecordMatch: os.Getenv("KDUPCAP_BENCH_RECORDS") != "0", Workers: 1}
 	b.SetBytes(size)
 	b.ReportAllocs()
 	var packets int64
 	for b.Loop() {
-		p := newPipeline(opts)
-		if errs := p.readFiles([]string{path}, nil, nil); len(errs) > 0 {
+		a := NewAnalysis(opts)
+		if errs := a.Read(Inputs{Files: []string{path}}, nil); len(errs) > 0 {
 			b.Fatal(errs[0])
 		}
-		findings := p.finish()
-		packets = p.asm.Stats().Packets
+		findings := a.Finish()
+		packets = a.Summary(nil).Packets
 		if err := compareManifest(findings, m); err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package main
+package pipeline
 
 import (
 	"testing"
@@ -28,8 +28,8 @@ func TestCrossesDrop(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &liveRun{dropTimes: tc.drops}
-			if got := r.crossesDrop(f); got != tc.want {
+			l := &Live{dropTimes: tc.drops}
+			if got := l.crossesDrop(&f); got != tc.want {
 				t.Errorf("crossesDrop = %v, want %v", got, tc.want)
 			}
 		})

@@ -1,0 +1,46 @@
+package capture
+
+import (
+	"reflect"
+	"testing"
+)
+
+// TestStatsAdd fails when a count added to Stats is left out of Add: every
+// field of a Stats whose counts are all 1, added to itself, must be 2.
+func TestStatsAdd(t *testing.T) {
+	var s Stats
+	setCounts(t, reflect.ValueOf(&s).Elem(), 1)
+	s.Add(s)
+	checkCounts(t, reflect.ValueOf(s), "Stats", 2)
+}
+
+// setCounts sets every integer field of v (nested structs included) to n.
+func setCounts(t *testing.T, v reflect.Value, n int64) {
+	t.Helper()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.Int, reflect.Int64, reflect.Int32:
+			f.SetInt(n)
+		case reflect.Struct:
+			setCounts(t, f, n)
+		default:
+			t.Fatalf("%s.%s is a %s, not a count", v.Type(), v.Type().Field(i).Name, f.Kind())
+		}
+	}
+}
+
+// checkCounts fails for every integer field of v that is not n.
+func checkCounts(t *testing.T, v reflect.Value, path string, n int64) {
+	t.Helper()
+	for i := range v.NumField() {
+		f, name := v.Field(i), path+"."+v.Type().Field(i).Name
+		if f.Kind() == reflect.Struct {
+			checkCounts(t, f, name, n)
+			continue
+		}
+		if f.Int() != n {
+			t.Errorf("%s = %d after Add, want %d: Add leaves it out", name, f.Int(), n)
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+
+	"github.com/kdupcap/kdupcap/detect"
+)
+
+// The flags analyze and live share, and the process settings of the CLI.
+
+// parseScope reads --scope: connection, client or both.
+func parseScope(s string) (detect.Scope, error) {
+	switch s {
+	case "connection":
+		return detect.ScopeConnection, nil
+	case "client":
+		return detect.ScopeClient, nil
+	case "both":
+		return detect.ScopeBoth, nil
+	}
+	return "", fmt.Errorf("--scope %q: want connection, client or both", s)
+}
+
+// recordsUsage is the help text of --records.
+const recordsUsage = "show the first `N` records of each finding's batch (offset, timestamp, key, value, headers), decompressing it if need be; 0: none"
+
+// maxBatchesUsage is the help text of --max-batches.
+const maxBatchesUsage = "the most batches remembered at once (about 400 bytes of memory each, indexes and queues included); beyond it the batch touched least recently is decided early (counted as evicted) and a later re-send of it is not matched"
+
+// memoryLimit is the Go runtime's soft memory limit the CLI sets unless
+// GOMEMLIMIT says otherwise, and gcPercent its GOGC unless GOGC does: the
+// heap the default bounds allow (the detector's batches, record prints,
+// reassembly buffers) stays well below the limit, and collecting at half
+// the live heap again, not the whole, keeps the peak close to what is
+// live (the collector costs about 2% of the CPU time either way).
+const (
+	memoryLimit = 224 << 20
+	gcPercent   = 50
+)
+
+// setMemoryLimit applies memoryLimit and gcPercent where the environment
+// does not set them.
+func setMemoryLimit() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
+}
+
+// recordMatchUsage is the help text of --record-match.
+const recordMatchUsage = "match the records (key, value, headers) of failed or unanswered attempts of producers that are not idempotent, and of the batches after them, to find retries that rebuilt or re-batched the records (segmentio/kafka-go, sarama)"
+
+// appDuplicatesUsage is the help text of --app-duplicates.
+const appDuplicatesUsage = "match every record of producers that are not idempotent, to find records the application produced twice with every attempt answered with success (record_duplicate); decompresses every such batch"
+
+// workersUsage is the help text of --workers.
+const workersUsage = "reassemble and decode connections on `N` goroutines, spread by their addresses, beside the one reading (1: one goroutine does all); the output is the same for any N. 0 chooses: the CPUs usable (at most 8) with --records or --app-duplicates, else 1"
+
+// scopeUsage is the help text of --scope.
+const scopeUsage = "which re-sends to find: connection (on one connection), client (across connections of one client: same IP and client.id, or same producer ID and epoch), or both"

@@ -1,0 +1,111 @@
+package pipeline
+
+import (
+	"github.com/kdupcap/kdupcap/capture"
+	"github.com/kdupcap/kdupcap/decode"
+	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/profile"
+	"github.com/kdupcap/kdupcap/report"
+)
+
+// Analysis is the run of `kdupcap analyze`: capture files read to their
+// end, their findings decided at once at the end, and a profile per
+// producer. It runs on one goroutine, or shards the connections over
+// Options.Workers; the answer is the same.
+type Analysis struct {
+	opts Options
+	// One of single or sharded runs.
+	single  *single
+	sharded *sharded
+	prof    *profile.Profiler
+	in      Inputs
+}
+
+// NewAnalysis returns an Analysis with o; o.Check must have passed.
+func NewAnalysis(o Options) *Analysis {
+	a := &Analysis{opts: o, prof: profile.New(profile.Options{})}
+	observe := a.prof.Produce
+	if o.Observe != nil {
+		observe = func(x *decode.Exchange) {
+			a.prof.Produce(x)
+			o.Observe(x)
+		}
+	}
+	st := stages{det: o.detectOptions(), dec: o.decodeOptions(), asm: o.assemblerOptions(), observe: observe}
+	if n := o.workers(); n > 1 {
+		a.sharded = newSharded(st, n)
+	} else {
+		a.single = newSingle(st)
+	}
+	return a
+}
+
+// Stats are the Detector's counts so far (for a progress bar: safe to call
+// from onRead).
+func (a *Analysis) Stats() detect.Stats {
+	if a.sharded != nil {
+		return a.sharded.det.Stats()
+	}
+	return a.single.det.Stats()
+}
+
+// Read feeds the inputs into the run, telling onRead (if set) now and then
+// how many input bytes were read. It returns the input errors, each naming
+// its file and position, in the order met; a file that fails is dropped
+// and the others go on, and what was read before an error stays in the
+// run. Read is called once.
+func (a *Analysis) Read(in Inputs, onRead func(inputBytes int64)) []error {
+	a.in = in
+	m, errs := in.open()
+	defer m.Close()
+	if a.sharded != nil {
+		return append(errs, a.sharded.read(m, onRead)...)
+	}
+	return append(errs, eachPacket(m, onRead, a.single.add)...)
+}
+
+// Finish closes every connection and returns all findings, sorted; it
+// tallies them into the producer profiles.
+func (a *Analysis) Finish() []detect.Finding {
+	var findings []detect.Finding
+	if a.sharded != nil {
+		findings = a.sharded.finish()
+	} else {
+		findings = a.single.finish()
+	}
+	for i := range findings {
+		a.prof.Finding(&findings[i])
+	}
+	return findings
+}
+
+// Producers returns the producer profiles, after Finish.
+func (a *Analysis) Producers() []profile.Producer { return a.prof.Producers() }
+
+// Errors returns the first malformed-input messages, in capture order.
+func (a *Analysis) Errors() []string {
+	if a.sharded != nil {
+		return a.sharded.shared.Errors()
+	}
+	return a.single.dec.Errors()
+}
+
+// Summary is the run's summary, after Finish; inputErrs are the errors
+// Read returned.
+func (a *Analysis) Summary(inputErrs []string) report.Summary {
+	var (
+		cs    capture.Stats
+		ds    decode.Stats
+		conns []decode.ConnSummary
+		ts    detect.Stats
+	)
+	if a.sharded != nil {
+		cs, ds, conns = a.sharded.stats()
+		ts = a.sharded.det.Stats()
+	} else {
+		cs, ds, conns, ts = a.single.asm.Stats(), a.single.dec.Stats(), a.single.dec.Connections(), a.single.det.Stats()
+	}
+	s := buildSummary(a.in.Files, inputErrs, cs, ds, conns, ts)
+	s.ProducerExchangesOmitted = a.prof.Omitted()
+	return s
+}

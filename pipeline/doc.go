@@ -1,0 +1,53 @@
+// Package pipeline runs kdupcap: it wires the stages into the runs the
+// commands make, and owns what lies between them.
+//
+// # Place in the flow
+//
+//	capture -> decode -> detect -> profile -> report
+//	                  pipeline               <- cmd/kdupcap
+//
+// pipeline takes Options (each zero field the default of the stage that
+// owns it) and inputs, capture files or a live source; it gives findings,
+// producer profiles, a report.Summary or report.Counters, and evidence
+// pcaps. It imports every stage and is imported only by cmd/kdupcap, which
+// keeps the flags, the sinks and the exit codes: pipeline must never import
+// cmd/kdupcap, and no stage imports pipeline.
+//
+// # Runs
+//
+// An Analysis reads capture files to their end as one timeline merged by
+// time (Inputs), on one goroutine or with its connections sharded over
+// Options.Workers (sharded.go): the same findings in the same order either
+// way, the stages' shared state (connection numbers, topic names, error
+// messages) kept in one decode.Shared in capture order. A Live run reads a
+// live source until it is told to stop, reports each finding as soon as
+// detect decides it, marks those sent while the kernel dropped packets,
+// and writes their packets as evidence.
+//
+// # Evidence
+//
+// Evidence is the packets that show a finding: an Analysis writes those of
+// all its findings to one file (WriteEvidence, reading the inputs again),
+// a Live run one file per finding from capture's Evidence ring. Both keep
+// every attempt from EvidenceMargin before it to EvidenceMargin after its
+// answer (detect.Finding.Span).
+//
+// # Bounds and bad input
+//
+// pipeline adds no state that grows with the input beyond the stages'
+// own bounds: the sharded run holds shardBatches epochs of packets per
+// worker, a Live run the drop times of the last maxDropTimes drops and
+// lists maxLiveConnections connections. Input errors are returned, each
+// naming its file and position, and what was read before them is kept.
+//
+// # Files
+//
+//   - options.go: Options, their checks, AutoWorkers, the stages' options.
+//   - input.go: Inputs, opening and merging files, the packet loop.
+//   - single.go: the run on one goroutine; connections kept out (Ignore).
+//   - sharded.go: the run over workers and its merger.
+//   - analysis.go: Analysis, the run of `kdupcap analyze`.
+//   - live.go: Live, the run of `kdupcap live`, its drop marks and evidence files.
+//   - evidence.go: the spans a finding's evidence keeps; WriteEvidence.
+//   - summary.go: report.Summary from the stages' counts.
+package pipeline

@@ -1,0 +1,108 @@
+package pipeline
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/kdupcap/kdupcap/capture"
+	"github.com/kdupcap/kdupcap/decode"
+	"github.com/kdupcap/kdupcap/detect"
+)
+
+// Options configure the stages of a run, analyze and live alike. A zero
+// field takes the default of the package that owns it.
+type Options struct {
+	// Ports are the broker ports (nil: decode.DefaultPort); Sniff also
+	// takes connections on other ports whose bytes parse as Kafka.
+	Ports []uint16
+	Sniff bool
+	// Window is how long (capture time) a batch is remembered after its
+	// last attempt (0: detect.DefaultWindow); MaxBatches bounds the
+	// batches remembered (0: detect.DefaultMaxBatches).
+	Window     time.Duration
+	MaxBatches int
+	// IdleTimeout closes a connection idle this long (capture time) and
+	// gives up its buffered segments (0: capture.DefaultIdleTimeout).
+	IdleTimeout time.Duration
+	// Scope chooses the re-sends detect looks for ("": detect's default).
+	Scope detect.Scope
+	// Records is how many records of each batch decode reads for the
+	// findings; 0 reads none.
+	Records int
+	// RecordMatch fingerprints the records of producers that are not
+	// idempotent near a failed attempt, to find records re-sent in
+	// rebuilt or re-batched batches; AppDuplicates matches every record,
+	// to find the records the application produced twice.
+	RecordMatch   bool
+	AppDuplicates bool
+	// Workers, for an Analysis: the goroutines that reassemble and decode,
+	// the connections spread over them by their addresses (1: the reading
+	// goroutine does all; 0: AutoWorkers). The findings are the same for
+	// any number. Live runs use one.
+	Workers int
+	// Observe, if set, sees every produce exchange before detect does, in
+	// capture order, for as long as the call lasts (decode.Sink's rules).
+	Observe func(*decode.Exchange)
+}
+
+// Bounds and defaults of Options that no stage owns.
+const (
+	// MaxWorkers bounds Options.Workers, and defaultMaxWorkers what
+	// AutoWorkers chooses: one reader feeds them all, so a few saturate
+	// it, and each holds its batches and reassembly buffers.
+	MaxWorkers        = 64
+	defaultMaxWorkers = 8
+	// MaxRecords bounds Options.Records: a finding is read by a person.
+	MaxRecords = 1000
+)
+
+// Check says what is wrong with o, if anything, naming the CLI flag of
+// each field.
+func (o *Options) Check() error {
+	switch {
+	case o.Window < 0 || o.IdleTimeout < 0:
+		return fmt.Errorf("--window and --idle-timeout must be positive")
+	case o.Records < 0 || o.Records > MaxRecords:
+		return fmt.Errorf("--records %d: want 0 to %d", o.Records, MaxRecords)
+	case o.Workers < 0 || o.Workers > MaxWorkers:
+		return fmt.Errorf("--workers %d: want 1 to %d, or 0 to choose", o.Workers, MaxWorkers)
+	}
+	return nil
+}
+
+// AutoWorkers is what Options.Workers 0 chooses. Measured on 2 cores,
+// sharding pays when decoding dominates (Records: 1.5x faster;
+// AppDuplicates decompresses every batch) but not on a plain analysis,
+// where reading and detection, which one goroutine does, and the garbage
+// collector take most of the time (within 10% either way); so it shards
+// only with records to decode.
+func AutoWorkers(records int, appDuplicates bool) int {
+	if records > 0 || appDuplicates {
+		return min(runtime.GOMAXPROCS(0), defaultMaxWorkers)
+	}
+	return 1
+}
+
+// workers is the number of workers o asks for.
+func (o *Options) workers() int {
+	if o.Workers > 0 {
+		return o.Workers
+	}
+	return AutoWorkers(o.Records, o.AppDuplicates)
+}
+
+// detectOptions are the Detector's options for o; live runs add their own.
+func (o *Options) detectOptions() detect.Options {
+	return detect.Options{Window: o.Window, Scope: o.Scope, AllRecords: o.AppDuplicates, MaxBatches: o.MaxBatches}
+}
+
+// decodeOptions are the Decoder's options for o.
+func (o *Options) decodeOptions() decode.Options {
+	return decode.Options{Ports: o.Ports, Sniff: o.Sniff, Records: o.Records, RecordPrints: o.RecordMatch || o.AppDuplicates}
+}
+
+// assemblerOptions are the Assembler's options for o.
+func (o *Options) assemblerOptions() capture.AssemblerOptions {
+	return capture.AssemblerOptions{IdleTimeout: o.IdleTimeout}
+}

@@ -1,0 +1,57 @@
+// Package profile says what a capture shows of each Kafka producer: the
+// settings its requests carry, its produce latency per broker, what its
+// re-sends did to the log, and a diagnosis in plain words.
+//
+// # Place in the flow
+//
+// capture -> decode -> detect -> report, with profile beside detect: a
+// Profiler takes the same complete produce exchanges as the Detector
+// (decode.Exchange, handed to Profiler.Produce, which satisfies decode.Sink)
+// and every report of the findings the Detector gives (detect.Finding,
+// handed to Profiler.Finding), and gives one Producer per client IP,
+// client.id and producer ID (Profiler.Producers), which report renders. A
+// live Detector reports a finding again when it is revised: the report with
+// the same Finding.ID replaces the earlier ones while it may still come
+// (Options.Revisable, the Detector's Window plus Settle), after which the
+// finding is tallied for good.
+//
+// It imports decode and detect only, for their types and the names of wire
+// values (decode.ErrorName, CodecName, AcksText); it must never import
+// capture or gopacket (packets), report (output), pipeline or cmd, and it
+// never sees Kafka bytes.
+//
+// # Files
+//
+//   - producer.go: Producer, BrokerLatency, CauseCount, ErrorCount, Options
+//     and the Profiler: Produce, which reads the settings, counts and
+//     latency off each exchange, and Producers, which builds the profiles.
+//   - tally.go: Finding, which tallies each producer's re-sends by cause,
+//     verdict and most copies, keeping each revisable finding's share
+//     apart until no later report of it can come.
+//   - diagnosis.go: Diagnose, and the names of each client's settings it
+//     advises on (librdkafka, the Java client, franz-go, others).
+//   - sketch.go: Sketch, the fixed-size logarithmic latency histogram.
+//   - fifo.go: the chunked queue of reports, oldest first.
+//
+// # Ownership and bounds
+//
+// Produce and Finding read what they are handed during the call only; the
+// client.id and transactional.ids they keep are copies or immutable
+// strings. Producers changes nothing (a second call returns the same) and
+// the slices and maps it returns are the caller's. Times are packet times,
+// never wall-clock time. At most Options.MaxProducers producers are
+// profiled (DefaultMaxProducers); the exchanges of any other are only
+// counted (Profiler.Omitted). A profile is of fixed size: at most 8
+// distinct values of each setting and 64 brokers, each with two Sketches of
+// about 2 KiB. At most Options.MaxPending findings are kept revisable
+// (DefaultMaxPending); beyond that the oldest reported are tallied early.
+//
+// # Bad input
+//
+// A nil connection (no address, no latency), unanswered requests, unknown
+// error codes, negative latencies (counted as 0) and findings of producers
+// never profiled are taken as they come; nothing in an Exchange or a
+// Finding makes it panic. A finding of records the application produced
+// twice (detect.KindRecordDuplicate) is no re-send and is not tallied. A
+// Profiler is not safe for concurrent use.
+package profile
