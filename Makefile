@@ -18,6 +18,7 @@ FUZZ_TARGETS = \
 	./decode:FuzzProduceRequest \
 	./decode:FuzzRecords \
 	./decode:FuzzFetchResponse \
+	./decode:FuzzSASL \
 	./detect:FuzzOrder \
 	./detect:FuzzRecordMatch
 

@@ -15,6 +15,10 @@ type MergeOptions struct {
 	// clock ran 250ms late gets +250ms. Missing entries (a shorter or nil
 	// slice) are zero.
 	ClockSkew []time.Duration
+	// OnSecrets, if set, is handed the TLS key log of every pcapng
+	// Decryption Secrets Block with the name of its source, before any
+	// packet read after the block is handed out (Source.Secrets).
+	OnSecrets func(source string, keylog []byte)
 }
 
 // Layout says how the time spans of merged sources relate.
@@ -78,6 +82,8 @@ type Merged struct {
 	prime  int  // sources primed so far (their first packet read)
 	primed bool // every source primed and the heap built
 	out    bool // h[0]'s packet has been handed out; advance it first
+	// onSecrets is MergeOptions.OnSecrets.
+	onSecrets func(source string, keylog []byte)
 	// ahead[i]: source i is decompressed ahead (Source.readAhead), as at
 	// most maxReadAhead are at once.
 	ahead  []bool
@@ -107,6 +113,8 @@ func Merge(srcs []*Source, opts MergeOptions) *Merged {
 		h:     make(mergeHeap, 0, len(srcs)),
 		spans: make([]Span, len(srcs)),
 		ahead: make([]bool, len(srcs)),
+
+		onSecrets: opts.OnSecrets,
 	}
 	copy(m.skew, opts.ClockSkew)
 	for i, s := range srcs {
@@ -154,6 +162,11 @@ func (m *Merged) read(i int) error {
 		m.aheadN++
 	}
 	pkt, err := m.srcs[i].Next()
+	if m.onSecrets != nil {
+		for _, k := range m.srcs[i].newSecrets() {
+			m.onSecrets(m.srcs[i].name, k)
+		}
+	}
 	if err != nil {
 		if m.ahead[i] {
 			m.ahead[i] = false

@@ -64,6 +64,7 @@ type Source struct {
 	codec string
 	in    *countingReader // the input as given, compressed or not
 	cnt   *countingReader
+	tap   *secretsTap // the key logs of pcapng Decryption Secrets Blocks
 	br    *bufio.Reader
 	pcap  *pcapgo.Reader
 	ng    *pcapgo.NgReader
@@ -126,7 +127,8 @@ func NewSource(name string, r io.Reader) (*Source, error) {
 		s.codec, dec = "zstd", s.ra
 	}
 	s.cnt = &countingReader{r: dec, codec: s.codec}
-	s.br = bufio.NewReaderSize(s.cnt, readerSize)
+	s.tap = &secretsTap{r: s.cnt}
+	s.br = bufio.NewReaderSize(s.tap, readerSize)
 	if err := s.open(); err != nil {
 		s.Close()
 		return nil, err
@@ -201,6 +203,26 @@ func (s *Source) Next() (Packet, error) {
 	s.good = s.consumed()
 	ci.AncillaryData = nil
 	return Packet{Data: data, CI: ci, LinkType: link}, nil
+}
+
+// Secrets returns the TLS key logs (NSS key log text) of the pcapng
+// Decryption Secrets Blocks read so far, in file order; SecretsDropped
+// counts the blocks dropped beyond MaxSecretsBytes. The slices are the
+// Source's: read only.
+func (s *Source) Secrets() [][]byte { return s.tap.kept }
+
+// SecretsDropped counts the Decryption Secrets Blocks dropped by
+// MaxSecretsBytes.
+func (s *Source) SecretsDropped() int { return s.tap.drops }
+
+// newSecrets returns the key logs found since its last call.
+func (s *Source) newSecrets() [][]byte {
+	if s.tap.pulled == len(s.tap.kept) {
+		return nil
+	}
+	k := s.tap.kept[s.tap.pulled:]
+	s.tap.pulled = len(s.tap.kept)
+	return k
 }
 
 // Close releases the decompressor and closes the file if Open opened it.

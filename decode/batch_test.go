@@ -2,9 +2,13 @@ package decode
 
 import (
 	"encoding/binary"
+	"hash/crc32"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 func TestBatches(t *testing.T) {
@@ -80,20 +84,68 @@ func TestBatches(t *testing.T) {
 	if hash(legacy0) == hash(legacySet(0, 0, 3, "n")) {
 		t.Error("different legacy messages, same hash")
 	}
-	b, _ := d.appendBatches(nil, v2, "", [16]byte{}, 0)
-	w := Batch{Magic: 2, CRC: binary.BigEndian.Uint32(v2[17:]), LastOffsetDelta: 4, FirstTimestamp: 1700000000000,
-		MaxTimestamp: 1700000000005, ProducerID: 42, ProducerEpoch: 3, FirstSequence: 100, NumRecords: 5, Length: len(v2), Hash: b[0].Hash}
+	b, err := d.appendBatches(nil, v2, "", [16]byte{}, 0)
+	if err != nil || len(b) != 1 {
+		t.Fatalf("%d batches, %v", len(b), err)
+	}
+	// The header fields as recordBatch wrote them, and the fingerprint as
+	// batch.go defines it: xxhash64 of batchLength, bytes 17-60 (CRC to
+	// recordsCount) and the records, whole when at most 64 bytes long.
+	crc := crc32.Checksum(v2[21:], crc32.MakeTable(crc32.Castagnoli))
+	fp := slices.Concat(v2[8:12], v2[17:61], []byte("records"))
+	w := Batch{Magic: 2, CRC: crc, LastOffsetDelta: 4, FirstTimestamp: 1700000000000,
+		MaxTimestamp: 1700000000005, ProducerID: 42, ProducerEpoch: 3, FirstSequence: 100, NumRecords: 5,
+		Length: 61 + len("records"), Hash: xxhash.Sum64(fp)}
 	if !reflect.DeepEqual(b[0], w) {
 		t.Errorf("header fields\n got %+v\nwant %+v", b[0], w)
 	}
-	// Every truncation walks without panic and keeps only whole batches.
-	all := append(append(append([]byte(nil), legacy1...), v2...), v2Other...)
-	for n := range len(all) {
-		bs, _ := d.appendBatches(nil, all[:n], "t", [16]byte{}, 0)
+	// A legacy set's fingerprint hashes every message from its CRC on:
+	// magic 1, a message is offset 8, size 4, then CRC 4, magic, attributes,
+	// timestamp 8, key length 4 (null) and value length 4 and the value.
+	msgLen := 12 + 4 + 1 + 1 + 8 + 4 + 4 + len("m")
+	if len(legacy1) != 2*msgLen {
+		t.Fatalf("legacy set of %d bytes, want 2 messages of %d", len(legacy1), msgLen)
+	}
+	lb, err := d.appendBatches(nil, legacy1, "", [16]byte{}, 0)
+	if err != nil || len(lb) != 1 {
+		t.Fatalf("legacy: %d batches, %v", len(lb), err)
+	}
+	wl := Batch{Magic: 1, CRC: binary.BigEndian.Uint32(legacy1[12:]), LastOffsetDelta: 1, FirstTimestamp: 1700000000000,
+		MaxTimestamp: 1700000000001, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: 2, Length: 2 * msgLen,
+		Hash: xxhash.Sum64(slices.Concat(legacy1[12:msgLen], legacy1[msgLen+12:]))}
+	if !reflect.DeepEqual(lb[0], wl) {
+		t.Errorf("legacy header fields\n got %+v\nwant %+v", lb[0], wl)
+	}
+
+	// Every truncation walks without panic, keeps exactly the whole batches
+	// before the cut and says why it stopped. A legacy set is one batch: a
+	// cut inside it, or within the 17 bytes after it (too few to tell a
+	// RecordBatch from one more legacy message), loses the set.
+	all := slices.Concat(legacy1, v2, v2Other)
+	l1, l2 := len(legacy1), len(legacy1)+len(v2)
+	for n := range len(all) + 1 {
+		var want []int // lengths of the batches kept
+		switch {
+		case n == msgLen:
+			want = []int{msgLen} // one whole legacy message: a set of one
+		case n == l1 || (n >= l1+17 && n < l2):
+			want = []int{l1}
+		case n >= l2 && n < len(all):
+			want = []int{l1, len(v2)}
+		case n == len(all):
+			want = []int{l1, len(v2), len(v2Other)}
+		}
+		whole := n == 0 || n == msgLen || n == l1 || n == l2 || n == len(all)
+		bs, err := d.appendBatches(nil, all[:n], "t", [16]byte{}, 0)
+		if (err == nil) != whole {
+			t.Errorf("cut at %d: error %v, want one: %v", n, err, !whole)
+		}
+		var got []int
 		for _, b := range bs {
-			if b.Length <= 0 {
-				t.Fatalf("cut at %d: batch %+v", n, b)
-			}
+			got = append(got, b.Length)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("cut at %d: batches of %v bytes, want %v (%v)", n, got, want, err)
 		}
 	}
 }

@@ -35,7 +35,7 @@ var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 // errCodec is an unknown compression codec.
 var errCodec = errors.New("decode: unknown compression codec")
 
-// codecs holds the decompressors a Decoder reuses, made on first use.
+// codecs holds the decompressors a Printer reuses, made on first use.
 type codecs struct {
 	src  bytes.Reader
 	gz   *gzip.Reader
@@ -47,12 +47,12 @@ type codecs struct {
 // decompress returns src decompressed with codec, at most
 // maxDecompressed bytes of it; truncated says there was more. The result is
 // valid until the next call.
-func (d *Decoder) decompress(codec int16, src []byte) (out []byte, truncated bool, err error) {
-	c := &d.codecs
+func (p *Printer) decompress(codec int16, src []byte) (out []byte, truncated bool, err error) {
+	c := &p.codecs
 	if cap(c.buf) > keepBufBytes {
 		c.buf = nil // one large section must not hold memory for the run
 	}
-	limit := d.opts.MaxDecompressedBytes
+	limit := p.limit
 	c.src.Reset(src)
 	switch codec {
 	case 1:

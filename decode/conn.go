@@ -62,6 +62,7 @@ type Conn struct {
 	clientIDs  []*string // interned client.ids; sum.ClientIDs holds their values
 	lastClient *string
 	pending    []pending // requests awaiting a response, in the order sent
+	sasl       *saslConn // nil until a SASL request (sasl.go)
 }
 
 // dir returns the state of the direction fromA says.
@@ -321,6 +322,9 @@ func (c *Conn) checkSize(dir *direction, b []byte, pos int64) bool {
 	if dir.role == roleRequests {
 		lo = minRequestFrame
 	}
+	if c.saslRaw(dir) {
+		lo = 0 // a raw SASL token may be empty
+	}
 	if size >= lo && size <= c.d.opts.MaxFrameBytes {
 		return true
 	}
@@ -339,6 +343,9 @@ func (c *Conn) unsync(dir *direction) {
 // frame decodes one whole frame (after its size field) of dir, which started
 // at stream position pos.
 func (c *Conn) frame(dir *direction, frame []byte, pos int64, ts time.Time) {
+	if c.saslRaw(dir) && c.saslToken(dir, frame, ts) {
+		return
+	}
 	c.d.stats.Frames++
 	c.sum.Frames++
 	if dir.role == roleRequests {
@@ -364,6 +371,7 @@ func (c *Conn) Gap(fromA bool, n int, ts time.Time) {
 		dir.pos += int64(n)
 	}
 	c.unsync(dir)
+	c.saslGap()
 	if dir.role == roleResponses {
 		for i := range c.pending {
 			c.pending[i].lost = true
@@ -372,25 +380,26 @@ func (c *Conn) Gap(fromA bool, n int, ts time.Time) {
 }
 
 // Close ends the connection: every pending produce request is complete with
-// no response ("connection closed", "end of capture" after
-// Decoder.EndOfInput, or "bytes lost" if a gap in the responses may have held
-// its answer).
+// no response (NoResponseClosed, NoResponseEndOfCapture after
+// Decoder.EndOfInput, or NoResponseBytesLost if a gap in the responses may
+// have held its answer).
 func (c *Conn) Close(ts time.Time) {
 	if c.closed {
 		return
 	}
 	c.closed = true
+	c.saslClose(ts)
 	for _, p := range c.pending {
 		if p.x == nil {
 			c.unanswered(p)
 			continue
 		}
-		p.x.NoResponse = "connection closed"
+		p.x.NoResponse = NoResponseClosed
 		if c.d.atEnd {
-			p.x.NoResponse = "end of capture"
+			p.x.NoResponse = NoResponseEndOfCapture
 		}
 		if p.lost {
-			p.x.NoResponse = "bytes lost"
+			p.x.NoResponse = NoResponseBytesLost
 		}
 		c.d.emit(p.x)
 	}

@@ -118,6 +118,12 @@ type Stats struct {
 	// whole record batches they held.
 	FetchResponses int64
 	FetchedBatches int64
+	// SASL: authentications that succeeded and that failed (sasl.go),
+	// and the raw SaslHandshake v0 tokens skipped as authentication (also
+	// counted in Frames, never as malformed).
+	SASLAuthentications int64
+	SASLFailures        int64
+	SASLTokens          int64
 }
 
 // ConnSummary describes one connection taken as Kafka.
@@ -127,7 +133,23 @@ type ConnSummary struct {
 	ProduceRequests int64
 	Frames          int64
 	Malformed       int64
+	// SASLMechanism, SASLUser and SASLFailed are those of the
+	// connection's latest SASL authentication (a re-authentication
+	// included), as ConnInfo has them for its first.
+	SASLMechanism, SASLUser string
+	SASLFailed              bool
+	// SASLSpans are the times of its SASL authentications, each from the
+	// packet completing the SaslHandshake request (or the first
+	// SaslAuthenticate) to the one completing the last frame of the
+	// exchange: every packet holding a token lies within. A zero To: not
+	// seen to end. Evidence writers leave these packets out, so that no
+	// password or token reaches a file. At most maxSASLSpans; the last
+	// is then left open.
+	SASLSpans []SASLSpan
 }
+
+// SASLSpan is the time span of one SASL authentication on a connection.
+type SASLSpan struct{ From, To time.Time }
 
 // Decoder holds what the connections of one run share: the Sink, the
 // Shared state (connection numbering, topic names learned from Metadata
@@ -169,12 +191,10 @@ type Decoder struct {
 	etreq  kmsg.EndTxnRequest
 	etresp kmsg.EndTxnResponse
 	hash   xxhash.Digest
-	// codecs decompress batches for Options.Records and RecordPrints.
-	codecs codecs
-	// raw keeps batch bytes for Options.RecordPrints; prints is the
-	// scratch Batch.RecordPrints returns.
-	raw    rawPool
-	prints []RecordPrint
+	// pr decompresses batches for Options.Records and fingerprints them
+	// for RecordPrints; raw keeps batch bytes for Options.RecordPrints.
+	pr  Printer
+	raw rawPool
 }
 
 // New returns a Decoder handing complete exchanges to sink (nil discards
@@ -198,6 +218,7 @@ func New(sink Sink, opts Options) *Decoder {
 		shared: NewShared(),
 		names:  make(map[string]string),
 	}
+	d.pr = Printer{limit: opts.MaxDecompressedBytes, stats: &d.stats, pool: &d.raw}
 	d.ssink, _ = sink.(SharedSink)
 	d.fsink, _ = sink.(FetchSink)
 	d.tsink, _ = sink.(TxnSink)
@@ -243,6 +264,7 @@ func (d *Decoder) Connections() []ConnSummary {
 	for i, s := range d.conns {
 		out[i] = *s
 		out[i].ClientIDs = slices.Clone(s.ClientIDs)
+		out[i].SASLSpans = slices.Clone(s.SASLSpans)
 	}
 	return out
 }
@@ -320,7 +342,7 @@ func (d *Decoder) errorf(c *Conn, fromA bool, pos int64, format string, args ...
 }
 
 // EndOfInput tells the decoder the capture has ended: requests still awaiting
-// a response when their connection is then closed complete with NoResponse
-// "end of capture" rather than "connection closed". Call it before closing
+// a response when their connection is then closed complete with
+// NoResponseEndOfCapture rather than NoResponseClosed. Call it before closing
 // the streams at the end of the input.
 func (d *Decoder) EndOfInput() { d.atEnd = true }

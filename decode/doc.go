@@ -3,88 +3,78 @@
 //
 // # Place in the flow
 //
-//	capture -> decode -> detect -> report
+//	capture -> decode -> detect -> profile -> report -> pipeline -> cmd/kdupcap
 //
-// decode takes, per TCP connection, the in-order bytes of each direction
-// with their packet times, and gaps and close events; it gives a Sink one
-// Exchange per ProduceRequest (its batches, and the broker's answer when the
-// capture holds it) once the exchange is complete. A Decoder makes one Conn
-// per connection (Decoder.NewStream); Conn has the method set of
-// capture.Stream, which it satisfies without importing capture.
-//
-// decode knows Kafka bytes and never packets: it must never import capture,
+// decode takes, per TCP connection, the in-order bytes of each direction with
+// their packet times, gaps and close; it gives a Sink one Exchange per
+// ProduceRequest (its batches, and the broker's answer when captured) once
+// complete. A Decoder makes one Conn per connection (Decoder.NewStream),
+// which satisfies capture.Stream without importing capture; Decoders of one
+// capture share connection numbers and topic names through a Shared. decode
+// knows Kafka bytes and never packets: it must never import capture,
 // gopacket, detect, profile, report or pipeline.
 //
 // # What it decodes
 //
-// Size-prefixed frames; request headers v0-v2 (client.id); responses matched
-// to their request by correlation ID within the connection and parsed with
-// the request's version; Produce v0-v13 requests and responses through kmsg;
-// the header of every record batch (RecordBatch v2) and legacy message sets
-// (magic 0/1), never decompressed, each fingerprinted by a hash of the bytes
-// its CRC covers; Metadata v10+ responses, to name the topics of Produce v13
-// requests, which carry only topic IDs; ApiVersions v3+ requests, for the
-// client's software name and version (ConnInfo). When the Sink also
-// implements FetchSink, FetchResponses v0-v18 (consumers' and followers')
-// are walked into the batches they hold with their log offsets (fetch.go);
-// when it implements TxnSink, InitProducerId and EndTxn exchanges are handed
-// over (txn.go). Other requests are skipped but kept pending so that
-// responses stay matched. acks=0 requests complete at once; every other
-// Exchange says how many produce requests of its connection were in flight
-// once it was sent (Exchange.InFlight).
-//
-// Which side is the client is decided from the bytes: the side listening on
-// a configured Kafka port is the broker; otherwise (Options.Sniff) the side
-// whose bytes parse as a Kafka request frame, whole, is the client, and a
-// connection that does not parse within a bounded number of bytes is given
-// up (Data returns false). Which packet came first decides nothing.
+// Responses are matched to requests by correlation ID. Produce v0-v13 is read
+// with kmsg, each batch's header fingerprinted by the bytes its CRC covers;
+// Metadata names Produce v13's topic IDs, ApiVersions the client's software;
+// Fetch is read for a FetchSink, InitProducerId and EndTxn for a TxnSink;
+// SaslHandshake v0-v1 and SaslAuthenticate v0-v2 for the mechanism and the
+// authenticated user (ConnInfo.SASLMechanism, SASLUser), re-authentication
+// (KIP-368) included; the raw int32-length-prefixed tokens that follow a
+// SaslHandshake v0 with no Kafka header are skipped as authentication,
+// never taken as malformed frames. No password, SCRAM nonce, proof or salt,
+// or bearer token is kept, copied or put in a message; decode's own copy of
+// a token's frame is zeroed once read. Other requests are only kept pending. The side on a configured Kafka port
+// is the broker; otherwise (Options.Sniff) the side whose bytes parse as a
+// whole request frame is the client. Which packet came first decides nothing.
 //
 // # Who owns the bytes
 //
-// The bytes handed to Conn.Data belong to the caller and are read only
-// during the call. Whole frames are decoded in place; decode copies only the
-// start of a frame whose end is in a later call, and the strings it keeps
-// (client.id, topic names, error messages). Exchanges handed to the Sink
-// belong to the Sink; decode never touches them again.
+// The bytes handed to Conn.Data belong to the caller and are read only during
+// the call; decode copies only a frame start whose end comes later, and the
+// strings it keeps. Exchanges handed to the Sink belong to the Sink; the
+// batch bytes decode keeps for Batch.RecordPrints are valid during the Sink's
+// call. A Decoder is not safe for concurrent use.
 //
-// # Bad input
+// # Bad input and bounds
 //
-// Nothing from the wire is trusted. A frame size that is negative or larger
-// than Options.MaxFrameBytes is malformed and never allocated; the direction
-// then loses its frame boundaries, as it does at a Gap and when the capture
-// starts inside a frame. An unsynced direction drops bytes until the start
-// of a later Data call (a TCP segment boundary) holds a plausible request
-// header (client to broker) or a response whose correlation ID a pending
-// request awaits (broker to client), and counts a resync. A frame whose
-// header or body does not parse, or a batch that is cut short, is counted as
-// malformed and skipped, and decoding goes on with the next frame; the first
-// messages, each with the connection direction and byte position, are kept
-// for Decoder.Errors (the position counts the bytes of that direction
-// delivered to decode, plus the bytes Gap reported lost). Nothing is reported that the bytes do not show: a
-// request whose bytes were lost is not guessed at, and a request whose
-// answer may have been lost completes with NoResponse "bytes lost".
+// Nothing from the wire is trusted. A frame size that is negative or over
+// Options.MaxFrameBytes is malformed and never allocated; the direction then
+// resyncs, as after a Gap, at a later segment start holding a plausible
+// request header or an awaited response. A frame that does not parse is
+// counted as malformed and skipped, its message and byte position kept for
+// Decoder.Errors (the first MaxErrors). A request whose answer may have been
+// lost completes with NoResponseBytesLost: nothing is guessed. A sniffed
+// connection is given up after 128 KiB that do not parse. Kept state is
+// bounded: Options.MaxPending requests and one frame start per direction per
+// connection, 2^18 topic names and 2^18 topic IDs per run; records
+// (Options.Records) are cut to MaxRecordBytes, and decompression stops at
+// Options.MaxDecompressedBytes per batch.
 //
-// A connection on a configured port is never given up; a sniffed one is,
-// once 128 KiB or 32 segment starts of it did not parse as a request.
+// # Files
 //
-// What decode keeps is bounded whatever the wire carries: per connection
-// the pending requests (Options.MaxPending), the start of one frame per
-// direction (Options.MaxFrameBytes), a candidate frame start while unsynced
-// (64 KiB, judged in work linear in its bytes), 16 distinct client.ids
-// listed and shared; per Decoder the interned topic names and the topic IDs
-// learned (2^18 each), and 20 error messages.
-//
-// # Records
-//
-// Records are read only with Options.Records > 0: the first N of each
-// batch, into Batch.Records, each key, value and header value copied and
-// cut to MaxRecordBytes. A compressed batch (gzip, snappy raw or xerial,
-// lz4, zstd; legacy wrapper messages one level deep) is decompressed to at
-// most Options.MaxDecompressedBytes per batch, beyond which nothing is
-// allocated (Stats.DecompressTruncated); the zstd window is bounded too and
-// no decompressor starts a goroutine. A batch that does not decompress or
-// parse keeps its Batch, with the records read before the error, and is
-// counted in Stats.RecordErrors, never in Malformed.
-//
-// A Decoder is not safe for concurrent use.
+//   - decoder.go: Options, Stats, ConnSummary, Decoder; New and NewStream.
+//   - conn.go: Conn, the capture.Stream of one connection: sides, sync,
+//     framing.
+//   - frame.go: request headers and the probes that find a frame start.
+//   - message.go: the API keys decode reads; requests and responses dispatched.
+//   - pending.go: the requests awaiting a response, bounded by MaxPending.
+//   - exchange.go: ConnInfo, Exchange, NoResponse, Batch, PartitionResponse,
+//     Sink.
+//   - produce.go: Produce v0-v13 requests and responses.
+//   - batch.go: record batch and message set headers; their fingerprints.
+//   - records.go: Record and RecordHeader, the first records of a batch read.
+//   - prints.go: record prints made on demand: Printer, Batch.RecordPrints.
+//   - codec.go: gzip, snappy, lz4 and zstd, each capped in what it allocates.
+//   - metadata.go: Metadata responses naming the topics of Produce v13.
+//   - apiversions.go: ApiVersions requests, for the client's software.
+//   - fetch.go: Fetch v0-v18, FetchSink and the batches a response holds.
+//   - txn.go: InitProducerId and EndTxn, TxnSink.
+//   - sasl.go: SaslHandshake, SaslAuthenticate and the raw tokens of
+//     SaslHandshake v0: when they end, the outcome, the user.
+//   - shared.go: Shared, Event and SharedSink: what a capture's Decoders share.
+//   - stats.go: Stats.Add, summing the Stats of Decoders sharing a capture.
+//   - names.go: ErrorName, CodecName and AcksText, for the stages after decode.
 package decode

@@ -21,6 +21,17 @@ type ConnInfo struct {
 	// sent in an ApiVersions v3+ request (KIP-511) before its first
 	// ProduceRequest on the connection; empty when none was captured.
 	ClientSoftwareName, ClientSoftwareVersion string
+	// SASLMechanism is the mechanism of the connection's SASL
+	// authentication answered before its first ProduceRequest ("PLAIN",
+	// "SCRAM-SHA-256", "GSSAPI", ...); empty when none was captured.
+	// SASLUser is the user it authenticated, set only once the broker
+	// answered success: PLAIN's authcid, SCRAM's username, OAUTHBEARER's
+	// authzid, each followed by " (authzid X)" when the client asked for
+	// another authorization identity; empty when the mechanism does not
+	// show it (GSSAPI) or authentication failed, which SASLFailed says.
+	// No password, proof, nonce or token is ever kept.
+	SASLMechanism, SASLUser string
+	SASLFailed              bool
 }
 
 // Exchange is one ProduceRequest and, when the capture holds it, its
@@ -47,17 +58,41 @@ type Exchange struct {
 	Responded      bool
 	ResponseTime   time.Time
 	ThrottleMillis int32
-	// NoResponse says why there is no response when Responded is false:
-	// "acks=0", "connection closed", "bytes lost", "later response seen",
-	// "end of capture", "response malformed" (a response frame matched the
-	// request but did not parse), "evicted" (more than Options.MaxPending
-	// requests were awaiting a response on the connection).
-	NoResponse string
+	// NoResponse says why there is no response when Responded is false
+	// (one of the NoResponse constants); "" when Responded.
+	NoResponse NoResponse
 
 	// Batches holds one entry per record batch (or legacy message set) in
 	// the request, in request order.
 	Batches []Batch
 }
+
+// NoResponse says why an Exchange has no response. Its values are printed
+// as they are (the JSON "no_response" key, the table's "no response (...)").
+type NoResponse string
+
+const (
+	// NoResponseAcks0: the request was sent with acks=0, which the broker
+	// never answers.
+	NoResponseAcks0 NoResponse = "acks=0"
+	// NoResponseClosed: the connection closed before an answer.
+	NoResponseClosed NoResponse = "connection closed"
+	// NoResponseBytesLost: the request ended unanswered after a gap in the
+	// responses, which may have held its answer.
+	NoResponseBytesLost NoResponse = "bytes lost"
+	// NoResponseLaterSeen: the answer to a later request on the connection
+	// came first (a broker answers in order, so none will come).
+	NoResponseLaterSeen NoResponse = "later response seen"
+	// NoResponseEndOfCapture: the capture ended before an answer
+	// (Decoder.EndOfInput, then the connection closed).
+	NoResponseEndOfCapture NoResponse = "end of capture"
+	// NoResponseMalformed: a response frame matched the request but did
+	// not parse.
+	NoResponseMalformed NoResponse = "response malformed"
+	// NoResponseEvicted: more than Options.MaxPending requests were
+	// awaiting a response on the connection, and this was the oldest.
+	NoResponseEvicted NoResponse = "evicted"
+)
 
 // Batch is one record batch of a ProduceRequest, with its header fields and
 // the broker's answer for its partition. Field names follow kmsg.
@@ -93,11 +128,11 @@ type Batch struct {
 	Records []Record
 
 	// raw holds the batch's bytes (Options.RecordPrints, producers that
-	// are not idempotent) until its exchange was handed to the Sink; dec
-	// fingerprints them; prints is RecordPrints' answer once printed (made
-	// at once when raw could not be kept).
+	// are not idempotent) until its exchange was handed to the Sink;
+	// printer fingerprints them (prints.go); prints is RecordPrints'
+	// answer once printed (made at once when raw could not be kept).
 	raw      []byte
-	dec      *Decoder
+	printer  *Printer
 	prints   []RecordPrint
 	printed  bool
 	detached bool // see Detach

@@ -86,7 +86,10 @@ func TestParseFetchResponse(t *testing.T) {
 			}
 			// The header is the producer's: base offset aside, the same
 			// bytes give the same CRC, fields and fingerprint.
-			produced, _, _ := d.recordBatch(fetchBatch(0, 7, 5, 1, "bb"))
+			produced, _, err := d.recordBatch(fetchBatch(0, 7, 5, 1, "bb"))
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !reflect.DeepEqual(b1.Batch, produced) {
 				t.Errorf("fetched batch %+v, produced %+v", b1.Batch, produced)
 			}
@@ -130,8 +133,10 @@ func TestFetchResponseRefusesCounts(t *testing.T) {
 }
 
 // FuzzFetchResponse walks arbitrary FetchResponse bodies of every version.
-// It must not panic; what it takes whole kmsg must parse too, with the same
-// partitions; every batch it keeps lies whole within its partition's
+// It must not panic; what kmsg parses the walk must take whole, and what
+// it takes whole kmsg must parse too, with the same partitions (topic,
+// offsets, error) and, for each RecordBatch kept, the header kmsg's
+// RecordBatch reads; every batch it keeps lies whole within its partition's
 // records, in order.
 func FuzzFetchResponse(f *testing.F) {
 	for v := int16(0); v <= 18; v++ {
@@ -142,33 +147,63 @@ func FuzzFetchResponse(f *testing.F) {
 		d := New(nil, Options{})
 		fr := &Fetch{Version: v}
 		err := d.parseFetchResponse(fr, body)
-		if err != nil {
-			return
-		}
 		resp := kmsg.FetchResponse{Version: v}
-		if kerr := resp.ReadFrom(body); kerr != nil {
+		kerr := resp.ReadFrom(body)
+		if kerr == nil && err != nil {
+			t.Fatalf("kmsg parses the v%d response, decode refuses it: %v", v, err)
+		}
+		if err != nil || kerr != nil {
 			return // kmsg checks more (e.g. tag contents) than the walk needs
 		}
-		var parts []kmsg.FetchResponseTopicPartition
+		type kpart struct {
+			topic string
+			id    [16]byte
+			kmsg.FetchResponseTopicPartition
+		}
+		var parts []kpart
 		for _, t := range resp.Topics {
-			parts = append(parts, t.Partitions...)
+			for _, p := range t.Partitions {
+				kp := kpart{topic: t.Topic, id: t.TopicID, FetchResponseTopicPartition: p}
+				if v >= 13 {
+					kp.topic = ""
+				} else {
+					kp.id = [16]byte{}
+				}
+				parts = append(parts, kp)
+			}
 		}
 		if len(parts) != len(fr.Partitions) {
 			t.Fatalf("%d partitions, kmsg reads %d", len(fr.Partitions), len(parts))
 		}
 		for i, p := range fr.Partitions {
 			k := parts[i]
-			if p.Partition != k.Partition || p.HighWatermark != k.HighWatermark || p.ErrorCode != k.ErrorCode {
+			if p.Topic != k.topic || p.TopicID != k.id || p.Partition != k.Partition || p.HighWatermark != k.HighWatermark ||
+				p.ErrorCode != k.ErrorCode || p.LastStableOffset != k.LastStableOffset || p.LogStartOffset != k.LogStartOffset {
 				t.Fatalf("partition %d: %+v, kmsg %+v", i, p, k)
 			}
 			off := 0
-			for _, b := range p.Batches {
+			for j, b := range p.Batches {
 				raw := k.RecordBatches[off:]
 				if len(raw) < b.Length || b.Length <= 0 {
 					t.Fatalf("batch of %d bytes beyond the records", b.Length)
 				}
 				if got := int64(binary.BigEndian.Uint64(raw)); got != b.BaseOffset {
 					t.Fatalf("base offset %d, bytes say %d", b.BaseOffset, got)
+				}
+				if b.Magic == 2 {
+					var rb kmsg.RecordBatch
+					if err := rb.ReadFrom(raw[:b.Length]); err != nil {
+						t.Fatalf("partition %d batch %d: kmsg refuses it: %v", i, j, err)
+					}
+					want := Batch{Magic: 2, CRC: uint32(rb.CRC), Attributes: rb.Attributes, LastOffsetDelta: rb.LastOffsetDelta,
+						FirstTimestamp: rb.FirstTimestamp, MaxTimestamp: rb.MaxTimestamp, ProducerID: rb.ProducerID,
+						ProducerEpoch: rb.ProducerEpoch, FirstSequence: rb.FirstSequence, NumRecords: rb.NumRecords,
+						Length: b.Length}
+					got := b.Batch // where it belongs is the partition's, set by the connection
+					got.Hash, got.Topic, got.TopicID, got.Partition = 0, "", [16]byte{}, 0
+					if rb.FirstOffset != b.BaseOffset || !reflect.DeepEqual(got, want) {
+						t.Fatalf("partition %d batch %d at %d:\n got %+v\nkmsg %+v at %d", i, j, b.BaseOffset, got, want, rb.FirstOffset)
+					}
 				}
 				off += b.Length
 			}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // A Kafka frame is an int32 size followed by that many bytes. A request
@@ -189,7 +190,11 @@ func (d *Decoder) probeRequest(b []byte, strict bool) (probe, int) {
 	}
 	req := d.request(h.key)
 	req.SetVersion(h.version)
-	if req.ReadFrom(frame[h.size:]) != nil {
+	err = req.ReadFrom(frame[h.size:])
+	if a, ok := req.(*kmsg.SASLAuthenticateRequest); ok {
+		a.SASLAuthBytes = nil // aliases the frame: a token is not kept
+	}
+	if err != nil {
 		return probeNo, 0
 	}
 	return probeYes, 0

@@ -21,6 +21,9 @@ func (c *Conn) request(dir *direction, frame []byte, pos int64, ts time.Time) {
 		return
 	}
 	clientID := c.clientID(h)
+	if c.saslRequest(dir, h, frame[h.size:], pos, ts) {
+		return
+	}
 	if h.key == keyProduce {
 		c.produceRequest(dir, h, clientID, frame[h.size:], pos, ts)
 		return
@@ -76,7 +79,7 @@ func (c *Conn) response(dir *direction, frame []byte, pos int64, ts time.Time) {
 		if err != nil {
 			c.d.errorf(c, dir.fromA, pos, "response header tagged fields: truncated or overflowing")
 			if p.x != nil {
-				p.x.NoResponse = "response malformed"
+				p.x.NoResponse = NoResponseMalformed
 				c.d.emit(p.x)
 			}
 			return
@@ -89,6 +92,8 @@ func (c *Conn) response(dir *direction, frame []byte, pos int64, ts time.Time) {
 		return
 	case p.key == keyMetadata:
 		c.metadataResponse(dir, p, body, pos, ts)
+	case p.key == keySaslHandshake || p.key == keySaslAuthenticate:
+		c.saslResponse(dir, p, body, pos, ts)
 	case p.aux != nil:
 		c.auxResponse(dir, p, body, pos, ts)
 	}

@@ -23,7 +23,7 @@ func (c *Conn) push(p pending) {
 		old := c.pending[0]
 		c.d.stats.Evicted++
 		if old.x != nil {
-			old.x.NoResponse = "evicted"
+			old.x.NoResponse = NoResponseEvicted
 			c.d.emit(old.x)
 		}
 		c.drop(1)
@@ -46,17 +46,17 @@ func (c *Conn) findPending(corr int32) int {
 // answered, and returns it. Kafka answers the requests of a connection in
 // order, so the produce requests sent before it that are still pending (only
 // requests expecting a response are pending) will never be answered: they
-// complete with "later response seen", or "bytes lost" when a gap in the
-// responses may have held their answer.
+// complete with NoResponseLaterSeen, or NoResponseBytesLost when a gap in
+// the responses may have held their answer.
 func (c *Conn) answered(i int) pending {
 	for _, p := range c.pending[:i] {
 		if p.x == nil {
 			c.unanswered(p)
 			continue
 		}
-		p.x.NoResponse = "later response seen"
+		p.x.NoResponse = NoResponseLaterSeen
 		if p.lost {
-			p.x.NoResponse = "bytes lost"
+			p.x.NoResponse = NoResponseBytesLost
 		}
 		c.d.emit(p.x)
 	}

@@ -35,19 +35,63 @@ type rawPool struct {
 	held int
 }
 
+// Why a Sink calls back into decode. RecordPrints is the one method by
+// which a Sink (detect) reaches back into decode, and it must be a call
+// rather than a field decode fills: only the Sink knows which batches it
+// will match by record (those of failed or unanswered attempts and the
+// ones after them on the partition, decided by state it alone holds), and
+// fingerprinting every batch would decompress every batch, the costliest
+// thing decode can do, for the few a retry touches. So decode keeps the
+// bytes until the Sink's call returns, and a batch carries the Printer
+// that will fingerprint them if asked: its Decoder's, or, once Detached,
+// the Printer of the goroutine that asks.
+
+// Printer fingerprints the records of batches whose bytes decode kept: it
+// holds the decompressors and the scratch space for that. Every Decoder
+// has one; a Sink that hands batches to another goroutine (pipeline's
+// sharded run) gives them that goroutine's Printer (Batch.Detach). A
+// Printer is not safe for concurrent use.
+type Printer struct {
+	codecs codecs
+	// limit is Options.MaxDecompressedBytes.
+	limit int
+	// stats counts prints, errors and truncations: the Decoder's Stats, or
+	// own for a Printer of its own.
+	stats *Stats
+	own   Stats
+	// pool is the Decoder's buffers of kept bytes (nil for a Printer of
+	// its own), for Detach to take a batch's bytes out of its count.
+	pool *rawPool
+	// scratch is what RecordPrints returns, reused.
+	scratch []RecordPrint
+}
+
+// NewPrinter returns a Printer of its own, decompressing at most
+// opts.MaxDecompressedBytes per batch (0: DefaultMaxDecompressedBytes); the
+// other options are not used.
+func NewPrinter(opts Options) *Printer {
+	p := &Printer{limit: opts.MaxDecompressedBytes}
+	if p.limit <= 0 {
+		p.limit = DefaultMaxDecompressedBytes
+	}
+	p.stats = &p.own
+	return p
+}
+
 // RecordPrints fingerprints the records of the batch, in order: for a
 // producer that is not idempotent, with Options.RecordPrints, nil
 // otherwise (or when none could be read; a batch cut by the decompression
 // cap has the prints of the records before the cut). It may be called only
-// during the Sink's Produce call that received the batch; the slice is the
-// Decoder's, valid until the next call of RecordPrints.
+// during the Sink's Produce call that received the batch (or, once
+// Detached, on the goroutine of its Printer); the slice is the Printer's,
+// valid until its next RecordPrints.
 func (b *Batch) RecordPrints() []RecordPrint {
 	if b.printed || b.raw == nil {
 		return b.prints
 	}
-	d := b.dec
-	b.prints = d.printsOf(b, b.raw, d.prints[:0])
-	d.prints = b.prints[:0]
+	p := b.printer
+	b.prints = p.printsOf(b, b.raw, p.scratch[:0])
+	p.scratch = b.prints[:0]
 	b.printed = true
 	return b.prints
 }
@@ -56,7 +100,7 @@ func (b *Batch) RecordPrints() []RecordPrint {
 func (d *Decoder) keepRaw(batch *Batch, raw []byte) {
 	class := max(bits.Len(uint(len(raw)-1)), minRawClass)
 	if class > maxRawClass || d.raw.held+len(raw) > maxRawHeld {
-		batch.prints = d.printsOf(batch, raw, nil)
+		batch.prints = d.pr.printsOf(batch, raw, nil)
 		batch.printed = true
 		d.stats.PrintedEager++
 		return
@@ -69,7 +113,7 @@ func (d *Decoder) keepRaw(batch *Batch, raw []byte) {
 		buf = make([]byte, 0, 1<<class)
 	}
 	batch.raw = append(buf[:0], raw...)
-	batch.dec = d
+	batch.printer = &d.pr
 	d.raw.held += len(raw)
 }
 
@@ -87,7 +131,7 @@ func (d *Decoder) releaseRaw(x *Exchange) {
 		if class <= maxRawClass && cap(buf) == 1<<class && len(d.raw.free[class]) < maxRawFree {
 			d.raw.free[class] = append(d.raw.free[class], buf[:0])
 		}
-		b.raw, b.dec = nil, nil
+		b.raw, b.printer = nil, nil
 		if !b.kept {
 			b.prints, b.printed = nil, false
 		}
@@ -96,45 +140,46 @@ func (d *Decoder) releaseRaw(x *Exchange) {
 
 // printsOf fingerprints the records of batch, whose bytes are raw, into
 // dst.
-func (d *Decoder) printsOf(batch *Batch, raw []byte, dst []RecordPrint) []RecordPrint {
+func (p *Printer) printsOf(batch *Batch, raw []byte, dst []RecordPrint) []RecordPrint {
 	var err error
 	truncated := false
 	if batch.Magic == 2 {
 		var section []byte
 		var ok bool
-		if section, truncated, ok = d.recordsSection(batch, raw); !ok {
+		if section, truncated, ok = p.recordsSection(batch, raw); !ok {
 			return dst
 		}
 		dst, err = appendPrints(dst, section)
 	} else {
 		w := legacyWalk{prints: true, pr: dst}
-		err = d.walkLegacy(&w, raw[:batch.Length], true)
+		err = p.walkLegacy(&w, raw[:batch.Length], true)
 		dst = w.pr
 	}
 	if err != nil && !truncated {
-		d.stats.RecordErrors++
+		p.stats.RecordErrors++
 	}
-	d.stats.RecordPrints += int64(len(dst))
+	p.stats.RecordPrints += int64(len(dst))
 	return dst
 }
 
 // Detach lets the batch's kept bytes outlive the Sink's Produce call, for a
-// Sink that hands exchanges to another goroutine (kdupcap's sharded
-// analyze): the Decoder no longer takes them back, and RecordPrints,
-// called later, fingerprints them with printer's decompressors; printer is
-// a Decoder used only by the goroutine that calls RecordPrints.
-func (b *Batch) Detach(printer *Decoder) {
+// Sink that hands exchanges to another goroutine (pipeline's sharded run):
+// the Decoder no longer takes them back, and RecordPrints, called later,
+// fingerprints them with p, the Printer of the goroutine that calls it.
+func (b *Batch) Detach(p *Printer) {
 	if b.raw == nil || b.detached {
 		return
 	}
-	b.dec.raw.held -= len(b.raw)
-	b.dec, b.detached = printer, true
+	if b.printer.pool != nil {
+		b.printer.pool.held -= len(b.raw)
+	}
+	b.printer, b.detached = p, true
 }
 
 // KeepPrints fingerprints the batch's records now and keeps the prints
 // beyond the Sink's Produce call, for a Sink that hands exchanges to
 // another goroutine and wants every batch matched (kdupcap's sharded
-// analyze with --app-duplicates): the prints are made where the batch was
+// run with --app-duplicates): the prints are made where the batch was
 // decoded, and its bytes go back to the Decoder after the call as usual.
 func (b *Batch) KeepPrints() {
 	if b.raw == nil || b.kept {

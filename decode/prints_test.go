@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cespare/xxhash/v2"
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -21,6 +23,26 @@ func stampedRecords(n int, step int64, odd int) []byte {
 			Key: fmt.Appendf(nil, "key-%d", i), Value: v, Headers: []kmsg.Header{{Key: "h", Value: []byte{0, 1, 2}}}}
 		r.Length = int32(len(r.AppendTo(nil)) - 1)
 		out = r.AppendTo(out)
+	}
+	return out
+}
+
+// wantPrints are the prints of stampedRecords(n, _, odd) as prints.go
+// defines them, computed from the records' fields: xxhash64 of the key, the
+// value and the headers as the wire holds them (varint lengths), in order.
+func wantPrints(n, odd int) []RecordPrint {
+	var out []RecordPrint
+	for i := range n {
+		v := fmt.Appendf(nil, "value %d", i)
+		if i == odd {
+			v = append(v, '!')
+		}
+		b := kbin.AppendVarintBytes(nil, fmt.Appendf(nil, "key-%d", i))
+		b = kbin.AppendVarintBytes(b, v)
+		b = kbin.AppendVarint(b, 1)
+		b = kbin.AppendVarintString(b, "h")
+		b = kbin.AppendVarintBytes(b, []byte{0, 1, 2})
+		out = append(out, RecordPrint{Hash: xxhash.Sum64(b), OffsetDelta: int32(i), Index: int32(i)})
 	}
 	return out
 }
@@ -46,11 +68,14 @@ func TestRecordPrints(t *testing.T) {
 			// A retry re-encoded with new timestamps: the same prints.
 			again := printsOfBatch(t, d, compressedBatch(codec, 5, compressed(t, codec, stampedRecords(5, 7, -1))))
 			other := printsOfBatch(t, d, compressedBatch(codec, 5, compressed(t, codec, stampedRecords(5, 10, 3))))
-			if len(first) != 5 || !slices.Equal(first, again) {
-				t.Fatalf("prints %v, re-encoded %v", first, again)
+			if want := wantPrints(5, -1); !slices.Equal(first, want) || !slices.Equal(again, want) {
+				t.Fatalf("prints %v, re-encoded %v, want %v", first, again, want)
+			}
+			if want := wantPrints(5, 3); !slices.Equal(other, want) {
+				t.Fatalf("record 3 changed: prints %v, want %v", other, want)
 			}
 			for i, p := range other {
-				if (p.Hash == first[i].Hash) != (i != 3) || p.OffsetDelta != int32(i) || p.Index != int32(i) {
+				if (p.Hash == first[i].Hash) != (i != 3) {
 					t.Errorf("record %d: %+v vs %+v", i, p, first[i])
 				}
 			}
@@ -68,27 +93,35 @@ func TestRecordPrintsKeptOnlyWhenAsked(t *testing.T) {
 	raw := compressedBatch(1, 3, compressed(t, 1, testRecords(3)))
 	// Not asked: nothing decompressed, the bytes given back.
 	d := New(nil, Options{RecordPrints: true})
-	bs, _ := d.appendBatches(nil, raw, "t", [16]byte{}, 0)
+	batches := func(raw []byte) []Batch {
+		t.Helper()
+		bs, err := d.appendBatches(nil, raw, "t", [16]byte{}, 0)
+		if err != nil || len(bs) != 1 {
+			t.Fatalf("%d batches, %v", len(bs), err)
+		}
+		return bs
+	}
+	bs := batches(raw)
 	d.releaseRaw(&Exchange{Batches: bs})
 	if s := d.Stats(); s.RecordPrints != 0 || d.raw.held != 0 {
 		t.Errorf("not asked: %d prints, %d bytes held", s.RecordPrints, d.raw.held)
 	}
 	// Idempotent batches keep nothing.
-	bs, _ = d.appendBatches(nil, recordBatch(7, 0, 0, 1, "x"), "t", [16]byte{}, 0)
+	bs = batches(recordBatch(7, 0, 0, 1, "x"))
 	if p := bs[0].RecordPrints(); p != nil || d.raw.held != 0 {
 		t.Errorf("idempotent: prints %v, %d bytes held", p, d.raw.held)
 	}
 	// Off: nothing kept.
 	d = New(nil, Options{})
-	bs, _ = d.appendBatches(nil, raw, "t", [16]byte{}, 0)
+	bs = batches(raw)
 	if p := bs[0].RecordPrints(); p != nil {
 		t.Errorf("off: prints %v", p)
 	}
 	// Beyond the bound on bytes held: fingerprinted at once.
 	d = New(nil, Options{RecordPrints: true})
 	d.raw.held = maxRawHeld - 10
-	if p := printsOfBatch(t, d, raw); len(p) != 3 || d.Stats().PrintedEager != 1 {
-		t.Errorf("eager: %v, %d eager", p, d.Stats().PrintedEager)
+	if p := printsOfBatch(t, d, raw); !slices.Equal(p, wantPrints(3, -1)) || d.Stats().PrintedEager != 1 {
+		t.Errorf("eager: %v, %d eager; want %v", p, d.Stats().PrintedEager, wantPrints(3, -1))
 	}
 }
 
@@ -100,16 +133,24 @@ func TestLegacyRecordPrints(t *testing.T) {
 	a := printsOfBatch(t, d, legacySetAt(1, 0, 3, "same", 1700000000000))
 	b := printsOfBatch(t, d, legacySetAt(1, 40, 3, "same", 1700000005000))
 	c := printsOfBatch(t, d, legacySetAt(1, 0, 3, "other", 1700000000000))
-	if len(a) != 3 || !slices.Equal(a, b) {
-		t.Errorf("the same messages at other offsets and times: prints %v and %v", a, b)
-	}
-	for i := range min(len(a), len(c)) {
-		if a[i].Hash == c[i].Hash {
-			t.Errorf("record %d: another value, the same print %x", i, a[i].Hash)
+	// A message's print is xxhash64 of its key and value as on the wire:
+	// a null key (length -1), then the value with its int32 length.
+	legacyPrints := func(value string) []RecordPrint {
+		content := kbin.AppendNullableBytes(kbin.AppendNullableBytes(nil, nil), []byte(value))
+		var out []RecordPrint
+		for i := range int32(3) {
+			out = append(out, RecordPrint{Hash: xxhash.Sum64(content), OffsetDelta: i, Index: i})
 		}
+		return out
 	}
-	if len(c) != 3 {
-		t.Errorf("%d prints of 3 messages", len(c))
+	if want := legacyPrints("same"); !slices.Equal(a, want) || !slices.Equal(b, want) {
+		t.Errorf("the same messages at other offsets and times: prints %v and %v, want %v", a, b, want)
+	}
+	if want := legacyPrints("other"); !slices.Equal(c, want) {
+		t.Errorf("another value: prints %v, want %v", c, want)
+	}
+	if legacyPrints("same")[0].Hash == legacyPrints("other")[0].Hash {
+		t.Error("two values, one print")
 	}
 }
 
@@ -119,7 +160,7 @@ func TestLegacyRecordPrints(t *testing.T) {
 func TestKeepPrints(t *testing.T) {
 	d := New(nil, Options{RecordPrints: true})
 	raw := compressedBatch(1, 5, compressed(t, 1, stampedRecords(5, 10, -1)))
-	want := printsOfBatch(t, d, raw)
+	want := wantPrints(5, -1)
 	bs, err := d.appendBatches(nil, raw, "t", [16]byte{}, 0)
 	if err != nil || len(bs) != 1 {
 		t.Fatalf("%d batches, %v", len(bs), err)

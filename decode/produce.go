@@ -82,7 +82,7 @@ func (c *Conn) produceRequest(dir *direction, h requestHeader, clientID *string,
 		}
 	}
 	if req.Acks == 0 {
-		x.NoResponse = "acks=0"
+		x.NoResponse = NoResponseAcks0
 		d.emit(x)
 		return
 	}
@@ -104,7 +104,7 @@ func (c *Conn) produceResponse(dir *direction, p pending, body []byte, pos int64
 	}
 	if err != nil {
 		d.errorf(c, dir.fromA, pos, "produce v%d response correlation %d: %v", p.version, p.corr, err)
-		x.NoResponse = "response malformed"
+		x.NoResponse = NoResponseMalformed
 		d.emit(x)
 		return
 	}

@@ -140,7 +140,7 @@ func TestSplits(t *testing.T) {
 	if len(want) != 16 || wantStats.Malformed != 0 {
 		t.Fatalf("whole: %d exchanges, stats %+v, errors %q", len(want), wantStats, d.Errors())
 	}
-	if want[14].NoResponse != "acks=0" || want[15].NoResponse != "connection closed" {
+	if want[14].NoResponse != NoResponseAcks0 || want[15].NoResponse != NoResponseClosed {
 		t.Errorf("no-response reasons %q %q", want[14].NoResponse, want[15].NoResponse)
 	}
 	maxLen := 0

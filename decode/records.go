@@ -75,7 +75,7 @@ func clip(b []byte) ([]byte, int) {
 // into batch.Records, decompressing the section if need be. Errors and
 // truncations are counted, never fatal.
 func (d *Decoder) batchRecords(batch *Batch, b []byte) {
-	section, truncated, ok := d.recordsSection(batch, b)
+	section, truncated, ok := d.pr.recordsSection(batch, b)
 	if !ok {
 		return
 	}
@@ -95,18 +95,18 @@ func (d *Decoder) batchRecords(batch *Batch, b []byte) {
 // already checked), decompressed if its attributes name a codec (valid
 // until the next decompression), and whether the cap cut it; ok is false,
 // counted, when it does not decompress.
-func (d *Decoder) recordsSection(batch *Batch, b []byte) (section []byte, truncated, ok bool) {
+func (p *Printer) recordsSection(batch *Batch, b []byte) (section []byte, truncated, ok bool) {
 	section = b[batchHeaderBytes:batch.Length]
 	codec := batch.Attributes & 0x07
 	if codec == 0 {
 		return section, false, true
 	}
-	out, cut, err := d.decompress(codec, section)
+	out, cut, err := p.decompress(codec, section)
 	if cut {
-		d.stats.DecompressTruncated++
+		p.stats.DecompressTruncated++
 	}
 	if err != nil {
-		d.stats.RecordErrors++
+		p.stats.RecordErrors++
 		return nil, false, false
 	}
 	return out, cut, true
@@ -188,7 +188,7 @@ func addTimestamp(first, delta int64) int64 {
 // message set b (batch.Length bytes, already walked by legacySet).
 func (d *Decoder) legacyRecords(batch *Batch, b []byte) {
 	w := legacyWalk{want: d.opts.Records}
-	if err := d.walkLegacy(&w, b[:batch.Length], true); err != nil {
+	if err := d.pr.walkLegacy(&w, b[:batch.Length], true); err != nil {
 		d.stats.RecordErrors++
 	}
 	batch.Records = w.recs
@@ -208,7 +208,7 @@ func (w *legacyWalk) more() bool { return len(w.recs) < w.want || w.prints }
 
 // walkLegacy walks the legacy messages in b into w; outer allows one level
 // of compressed wrapper.
-func (d *Decoder) walkLegacy(w *legacyWalk, b []byte, outer bool) error {
+func (p *Printer) walkLegacy(w *legacyWalk, b []byte, outer bool) error {
 	off := 0
 	for w.more() && off < len(b) {
 		m := b[off:]
@@ -238,15 +238,15 @@ func (d *Decoder) walkLegacy(w *legacyWalk, b []byte, outer bool) error {
 			if !outer {
 				return fmt.Errorf("nested compressed legacy message at byte %d", off-n)
 			}
-			inner, truncated, err := d.decompress(codec, value)
+			inner, truncated, err := p.decompress(codec, value)
 			if truncated {
-				d.stats.DecompressTruncated++
+				p.stats.DecompressTruncated++
 			}
 			if err != nil {
 				return err
 			}
 			// Inner messages are copied out before the buffer is reused.
-			if ierr := d.walkLegacy(w, inner, false); ierr != nil && !truncated {
+			if ierr := p.walkLegacy(w, inner, false); ierr != nil && !truncated {
 				return ierr
 			}
 			continue

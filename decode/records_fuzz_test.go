@@ -25,7 +25,7 @@ func FuzzRecords(f *testing.F) {
 		if n := len(bs[0].Records); n > 3 {
 			t.Fatalf("%d records, want at most 3", n)
 		}
-		if c := cap(d.codecs.buf); c > limit {
+		if c := cap(d.pr.codecs.buf); c > limit {
 			t.Fatalf("decompression buffer of %d bytes, cap %d", c, limit)
 		}
 		prints := bs[0].RecordPrints()

@@ -144,9 +144,9 @@ func TestBatchRecords(t *testing.T) {
 
 func TestRecordsOff(t *testing.T) {
 	d := New(nil, Options{})
-	bs, _ := d.appendBatches(nil, compressedBatch(1, 7, compressed(t, 1, testRecords(7))), "t", [16]byte{}, 0)
-	if len(bs) != 1 || bs[0].Records != nil {
-		t.Fatalf("records decoded with Records 0: %+v", bs)
+	bs, err := d.appendBatches(nil, compressedBatch(1, 7, compressed(t, 1, testRecords(7))), "t", [16]byte{}, 0)
+	if err != nil || len(bs) != 1 || bs[0].Records != nil {
+		t.Fatalf("records decoded with Records 0: %+v, %v", bs, err)
 	}
 }
 
@@ -155,7 +155,10 @@ func TestRecordTruncation(t *testing.T) {
 	r := kmsg.Record{Key: nil, Value: []byte(long)}
 	r.Length = int32(len(r.AppendTo(nil)) - 1)
 	d := New(nil, Options{Records: 1})
-	bs, _ := d.appendBatches(nil, compressedBatch(0, 1, r.AppendTo(nil)), "t", [16]byte{}, 0)
+	bs, err := d.appendBatches(nil, compressedBatch(0, 1, r.AppendTo(nil)), "t", [16]byte{}, 0)
+	if err != nil || len(bs) != 1 {
+		t.Fatalf("%d batches, %v", len(bs), err)
+	}
 	got := bs[0].Records
 	if len(got) != 1 || got[0].Key != nil || got[0].KeyLen != -1 || len(got[0].Value) != MaxRecordBytes || got[0].ValueLen != 1000 {
 		t.Fatalf("got %+v", got)

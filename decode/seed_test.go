@@ -109,7 +109,7 @@ func TestSeeds(t *testing.T) {
 					if x.CorrelationID != w.corr || x.Responded != w.responded || x.Version != 9 || x.Acks != -1 {
 						t.Errorf("attempt %d: corr %d responded %v v%d acks %d", i, x.CorrelationID, x.Responded, x.Version, x.Acks)
 					}
-					if !w.responded && x.NoResponse != "connection closed" {
+					if !w.responded && x.NoResponse != NoResponseClosed {
 						t.Errorf("attempt %d: no response %q", i, x.NoResponse)
 					}
 					if x.ClientID == nil || *x.ClientID != "rdkafka" {

@@ -24,4 +24,7 @@ func (s *Stats) Add(o Stats) {
 	s.DecompressTruncated += o.DecompressTruncated
 	s.FetchResponses += o.FetchResponses
 	s.FetchedBatches += o.FetchedBatches
+	s.SASLAuthentications += o.SASLAuthentications
+	s.SASLFailures += o.SASLFailures
+	s.SASLTokens += o.SASLTokens
 }

@@ -34,15 +34,15 @@ func TestBoundedState(t *testing.T) {
 				sent := float64(i)
 				x := ex(conn1, int32(i), sent, sent+0.5, 0, int64(i), plain(uint32(i)))
 				if tt.late > 0 && i%tt.late == 0 && i >= 30_000 {
-					x = noResp(ex(conn1, int32(i), sent-30_000, noAnswer, 0, 0, plain(uint32(i))), "connection closed")
+					x = noResp(ex(conn1, int32(i), sent-30_000, noAnswer, 0, 0, plain(uint32(i))), decode.NoResponseClosed)
 				}
 				d.Produce(x)
 				if tt.resendMs > 0 && i%100 == 0 && i > int(tt.resendMs) {
 					j := i - int(tt.resendMs)
 					d.Produce(ex(conn1, int32(n+i), sent, sent+0.5, 0, int64(n+i), plain(uint32(j))))
 				}
-				maxLive = max(maxLive, d.live)
-				maxQueue = max(maxQueue, d.age.len())
+				maxLive = max(maxLive, d.remembered)
+				maxQueue = max(maxQueue, d.age.Len())
 			}
 			if maxLive > tt.maxLive {
 				t.Errorf("%d batches remembered at once, want at most %d", maxLive, tt.maxLive)
@@ -87,7 +87,7 @@ func TestWindowEdge(t *testing.T) {
 }
 
 // liveRun feeds n exchanges of one batch each, 10 ms of packet time apart
-// (2 million are 5.5 hours), to a live Detector with a Window of 2 minutes
+// (2 million are 5.5 hours), to a streaming Detector with a Window of 2 minutes
 // and the default Settle. Every 100th exchange re-sends the batch sent 5 s
 // before; the resend is answered NONE (decided at once) or
 // REQUEST_TIMED_OUT (decided by Settle) in turn, and every batch whose
@@ -98,7 +98,7 @@ func TestWindowEdge(t *testing.T) {
 // tombstones until a rehash), so the first half, 80 windows, warms them up.
 func liveRun(t *testing.T, n int, keep bool) (growth int64, reported int) {
 	t.Helper()
-	d := New(Options{Live: true, KeepFindings: keep, Window: 2 * time.Minute, OnFinding: func(Finding) { reported++ }})
+	d := New(Options{Streaming: true, KeepFindings: keep, Window: 2 * time.Minute, OnFinding: func(Finding) { reported++ }})
 	resp := decode.PartitionResponse{LogAppendTime: -1}
 	x := &decode.Exchange{Conn: conn1, ClientID: &rdkafka, Version: 9, Acks: -1, TimeoutMillis: 30000,
 		Responded: true, Batches: []decode.Batch{plain(0)}}
@@ -129,9 +129,9 @@ func liveRun(t *testing.T, n int, keep bool) (growth int64, reported int) {
 		resp.ErrorCode, resp.BaseOffset = code, int64(i)
 		bt.Response = &resp
 		d.Produce(x)
-		maxLive = max(maxLive, d.live)
-		maxAge = max(maxAge, d.age.len())
-		maxSettling = max(maxSettling, d.settling.len())
+		maxLive = max(maxLive, d.remembered)
+		maxAge = max(maxAge, d.age.Len())
+		maxSettling = max(maxSettling, d.settling.Len())
 		maxReports = max(maxReports, len(d.reports))
 	}
 	var end runtime.MemStats
@@ -157,11 +157,11 @@ func liveRun(t *testing.T, n int, keep bool) (growth int64, reported int) {
 	return int64(end.HeapInuse) - int64(half.HeapInuse), reported
 }
 
-// TestLiveMemoryBound: over hours of packet time a live Detector keeps the
+// TestStreamingMemoryBound: over hours of packet time a streaming Detector keeps the
 // batches of one window and none of the findings it reported, so the heap
 // does not grow in the second half of a long run; with KeepFindings it
 // grows by at least the findings kept, which shows the measure sees them.
-func TestLiveMemoryBound(t *testing.T) {
+func TestStreamingMemoryBound(t *testing.T) {
 	n := 2_000_000
 	if testing.Short() {
 		n = 1_000_000

@@ -43,7 +43,7 @@ func (b *batch) finding() Finding {
 		Idempotent:    b.idempotent(),
 		Match:         MatchBytes,
 		Scope:         scope,
-		Evidence:      EvidenceProduce,
+		Proof:         ProofProduce,
 		Attempts:      make([]Attempt, len(atts)),
 	}
 	responses := make([]Response, len(atts))
@@ -75,11 +75,11 @@ func (b *batch) finding() Finding {
 			}
 			out.Response = &responses[i]
 		case a.responded:
-			out.NoResponse = "response did not name the partition"
+			out.NoResponse = NoResponsePartition
 		case a.noResponse != "":
 			out.NoResponse = a.noResponse
 		default:
-			out.NoResponse = "not in capture"
+			out.NoResponse = NoResponseNotCaptured
 		}
 		if i > 0 {
 			out.Cause, out.CauseError = cause(&atts[i-1], a)
@@ -123,7 +123,7 @@ func cause(prev, cur *attempt) (Cause, string) {
 	switch {
 	case prev.acks == 0:
 		return CauseNotARetry, ""
-	case !prev.responded && prev.conn != cur.conn && prev.noResponse == noResponseClosed:
+	case !prev.responded && prev.conn != cur.conn && prev.noResponse == decode.NoResponseClosed:
 		return CauseConnectionClosed, ""
 	case !prev.responded || prev.respTime >= cur.reqTime:
 		return CauseClientTimeout, ""
@@ -134,10 +134,6 @@ func cause(prev, cur *attempt) (Cause, string) {
 	}
 	return CauseBrokerError, decode.ErrorName(prev.errorCode)
 }
-
-// noResponseClosed is decode's Exchange.NoResponse for a request whose
-// connection closed before an answer.
-const noResponseClosed = "connection closed"
 
 func millis(ns int64) float64 { return float64(ns) / 1e6 }
 

@@ -30,12 +30,12 @@ type Options struct {
 	// DefaultMaxBatches.
 	MaxBatches int
 	// OnFinding, when set, is called with each finding as soon as it is
-	// decided. Without Live: when its window has passed, when it is
+	// decided. Without Streaming: when its window has passed, when it is
 	// evicted, or at Flush; the Finding shares its slices with the one Flush
 	// returns: read them, do not modify them. Fetched-data and transaction
-	// evidence is applied only at Flush, so a finding passed before it may
-	// have another Verdict and Evidence than Flush's copy: the latter is
-	// final. With Live: see Live.
+	// proof is applied only at Flush, so a finding passed before it may
+	// have another Verdict and Proof than Flush's copy: the latter is
+	// final. With Streaming: see Streaming.
 	OnFinding func(Finding)
 
 	// Scope chooses which re-sends are found: ScopeConnection groups only
@@ -50,8 +50,8 @@ type Options struct {
 	// finding saying its own Scope. Any other value acts as ScopeBoth.
 	Scope Scope
 
-	// Live reports each finding as soon as it is decided, for a capture
-	// that never ends. A finding is decided when the last of its attempts
+	// Streaming reports each finding as soon as it is decided, for a
+	// capture that never ends (a live capture). A finding is decided when the last of its attempts
 	// in send order has a final answer, one no retry can follow: NONE,
 	// DUPLICATE_SEQUENCE_NUMBER, an error that is not retriable, or none
 	// because it was sent with acks=0. An attempt answered with a retriable
@@ -69,15 +69,16 @@ type Options struct {
 	// KeepFindings it shares its slices with the kept one: read them, do
 	// not modify them). OnFinding is called during Produce, Advance or
 	// Flush, and must not call the Detector but for Stats.
-	Live bool
+	Streaming bool
 	// Settle is how long, in packet time after the last attempt of a batch
-	// (its send or the answer to it, whichever came later), Live waits for
+	// (its send or the answer to it, whichever came later), Streaming waits for
 	// a retry after an answer that allows one; 0 means DefaultSettle. A
 	// Settle longer than Window acts as Window.
 	Settle time.Duration
-	// KeepFindings, with Live, keeps the latest revision of every finding so
-	// that Flush returns them all, as without Live; memory then grows with
-	// the findings of the run. Without Live, findings are always kept.
+	// KeepFindings, with Streaming, keeps the latest revision of every
+	// finding so that Flush returns them all, as without Streaming; memory
+	// then grows with the findings of the run. Without Streaming, findings
+	// are always kept.
 	KeepFindings bool
 
 	// AllRecords matches the records of every batch of producers that are
@@ -115,18 +116,19 @@ type Detector struct {
 	slab     slab
 	free     []int32     // unused slots of slab
 	spare    [][]attempt // emptied attempt lists of forgotten batches, for reuse
-	live     int
-	age      ageQueue // slots in the order they were last touched
-	newest   int64    // newest packet time seen, Unix ns; math.MinInt64 before any
-	noConn   decode.ConnInfo
+	// remembered counts the batches remembered (slots in use).
+	remembered int
+	age        ageQueue // slots in the order they were last touched
+	newest     int64    // newest packet time seen, Unix ns; math.MinInt64 before any
+	noConn     decode.ConnInfo
 
-	// Live mode: settling holds the touches of batches whose finding waits
-	// for a retry or for Settle; reports the revision state of batches
+	// Streaming mode: settling holds the touches of batches whose finding
+	// waits for a retry or for Settle; reports the revision state of batches
 	// reported and still remembered; fresh the findings decided by Flush.
 	settle   int64 // ns
 	settling ageQueue
 	reports  map[int32]reportState
-	// findingIDs counts the live findings named (Finding.ID).
+	// findingIDs counts the streamed findings named (Finding.ID).
 	findingIDs uint64
 	fresh      []Finding
 
@@ -143,8 +145,8 @@ type Detector struct {
 	hot map[uint64]hotPartition
 	// hotUntil is the latest until of hot: past it, all of hot has passed.
 	hotUntil int64
-	// fetch and txn hold the evidence of fetched data and transactions
-	// (evidence.go, txn.go).
+	// fetch and txn hold the proof from fetched data and transactions
+	// (fetched.go, txn.go).
 	fetch fetchState
 	txn   txnState
 }
@@ -246,7 +248,7 @@ func (d *Detector) Produce(x *decode.Exchange) {
 
 // Advance tells the Detector that packet time has reached now with no
 // exchange, as on an idle capture: the batches whose Window (and, with
-// Live, whose Settle) has passed by now are decided, as Produce would. A now
+// Streaming, whose Settle) has passed by now are decided, as Produce would. A now
 // before the newest packet time seen changes nothing. It costs O(1),
 // amortised over the batches it decides. A live capture passes the wall
 // clock on idle ticks: its packets are stamped by the same clock, so a tick
@@ -263,7 +265,7 @@ func (d *Detector) Advance(now time.Time) {
 func (d *Detector) advance() {
 	d.expire()
 	d.expireRecords()
-	if d.opts.Live {
+	if d.opts.Streaming {
 		d.settled()
 	}
 }
@@ -334,7 +336,7 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		b.last = max(b.last, seen)
 		b.gen++
 		d.push(slot, b)
-		if d.opts.Live {
+		if d.opts.Streaming {
 			d.touched(slot, b)
 		}
 		return true
@@ -360,7 +362,7 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		lastOffsetDelta: bt.LastOffsetDelta,
 		numRecords:      bt.NumRecords,
 		gen:             b.gen + 1,
-		live:            true,
+		inUse:           true,
 		byClient:        byClient,
 		first:           *at,
 	}
@@ -376,9 +378,9 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 	default:
 		d.byBytes[h] = slot
 	}
-	d.live++
+	d.remembered++
 	d.push(slot, b)
-	for d.live > d.opts.MaxBatches {
+	for d.remembered > d.opts.MaxBatches {
 		if !d.evictOldest() {
 			break
 		}
@@ -393,7 +395,7 @@ func (d *Detector) reportable(b *batch) bool {
 }
 
 func (d *Detector) push(slot int32, b *batch) {
-	d.age.push(queued{time: b.last, slot: slot, gen: b.gen})
+	d.age.Push(queued{time: b.last, slot: slot, gen: b.gen})
 }
 
 // expire decides the batches whose last attempt is older than the window.
@@ -402,19 +404,19 @@ func (d *Detector) push(slot int32, b *batch) {
 func (d *Detector) expire() {
 	cutoff := d.newest - d.window
 	for {
-		q, ok := d.age.front()
+		q, ok := d.age.Front()
 		if !ok {
 			break
 		}
 		b := d.slab.at(q.slot)
-		if !b.live || b.gen != q.gen {
-			d.age.pop() // stale: the batch was touched again or decided
+		if !b.inUse || b.gen != q.gen {
+			d.age.Pop() // stale: the batch was touched again or decided
 			continue
 		}
 		if q.time >= cutoff {
 			return
 		}
-		d.age.pop()
+		d.age.Pop()
 		d.stats.Expired++
 		d.retire(q.slot, true)
 	}
@@ -424,13 +426,13 @@ func (d *Detector) expire() {
 // there was one.
 func (d *Detector) evictOldest() bool {
 	for {
-		q, ok := d.age.front()
+		q, ok := d.age.Front()
 		if !ok {
 			break
 		}
-		d.age.pop()
+		d.age.Pop()
 		b := d.slab.at(q.slot)
-		if !b.live || b.gen != q.gen {
+		if !b.inUse || b.gen != q.gen {
 			continue
 		}
 		d.stats.Evicted++
@@ -444,7 +446,7 @@ func (d *Detector) evictOldest() bool {
 }
 
 // retire forgets the batch in slot, deciding a finding if it was sent more
-// than once (with Live: if it was not reported as it stands); emit passes
+// than once (with Streaming: if it was not reported as it stands); emit passes
 // the finding to OnFinding at once, else it waits for Flush.
 func (d *Detector) retire(slot int32, emit bool) {
 	b := d.slab.at(slot)
@@ -462,9 +464,9 @@ func (d *Detector) retire(slot int32, emit bool) {
 // decide is retire without taking b out of the batch indexes: Flush, which
 // empties them whole, decides every batch with it.
 func (d *Detector) decide(slot int32, b *batch, emit bool) {
-	d.unwatchBatch(b, !d.opts.Live && d.reportable(b))
+	d.unwatchBatch(b, !d.opts.Streaming && d.reportable(b))
 	switch {
-	case d.opts.Live:
+	case d.opts.Streaming:
 		if b.dirty {
 			f := d.report(slot, b)
 			if emit {
@@ -489,7 +491,7 @@ func (d *Detector) decide(slot int32, b *batch, emit bool) {
 	}
 	*b = batch{gen: b.gen + 1}
 	d.forgetRecords(slot)
-	d.live--
+	d.remembered--
 	d.free = append(d.free, slot)
 }
 
@@ -502,17 +504,17 @@ func (d *Detector) record(f *Finding) {
 // Flush ends the input: it decides every batch still remembered, passes the
 // new findings to OnFinding in order, and returns all the findings of the
 // run sorted by first attempt time, then connection, topic and partition.
-// With Live, the new findings are those not reported yet or changed since
+// With Streaming, the new findings are those not reported yet or changed since
 // their last report, and Flush returns all the findings of the run (the
 // latest revision of each) only with KeepFindings; without it, it returns
 // the new ones. The Detector is empty afterwards and may be fed again.
 func (d *Detector) Flush() []Finding {
-	if d.opts.Live {
-		return d.flushLive()
+	if d.opts.Streaming {
+		return d.flushStreaming()
 	}
 	start := len(d.findings)
 	for i := range d.slab.n {
-		if b := d.slab.at(i); b.live {
+		if b := d.slab.at(i); b.inUse {
 			d.decide(i, b, false)
 		}
 	}
@@ -521,7 +523,7 @@ func (d *Detector) Flush() []Finding {
 	d.byClient = 0
 	d.flushRecords()
 	d.applyAll()
-	d.resetEvidence()
+	d.resetProof()
 	fresh := d.findings[start:]
 	slices.SortFunc(fresh, compareFindings)
 	if d.opts.OnFinding != nil {
@@ -529,7 +531,7 @@ func (d *Detector) Flush() []Finding {
 			d.opts.OnFinding(f)
 		}
 	}
-	d.age.reset()
+	d.age.Reset()
 	if start > 0 { // else fresh was all of them, sorted above
 		slices.SortStableFunc(d.findings, compareFindings)
 	}

@@ -12,9 +12,9 @@ import (
 // Bytes are the batches' wire sizes, for a produce-payload rate.
 func BenchmarkDetect(b *testing.B) { benchmarkDetect(b, Options{}) }
 
-// BenchmarkDetectLive is BenchmarkDetect with Options.Live: the resends are
+// BenchmarkDetectLive is BenchmarkDetect with Options.Streaming: the resends are
 // answered NONE, so each is reported at once.
-func BenchmarkDetectLive(b *testing.B) { benchmarkDetect(b, Options{Live: true}) }
+func BenchmarkDetectLive(b *testing.B) { benchmarkDetect(b, Options{Streaming: true}) }
 
 func benchmarkDetect(b *testing.B, opts Options) {
 	d := New(opts)
@@ -45,10 +45,10 @@ func benchmarkDetect(b *testing.B, opts Options) {
 }
 
 // BenchmarkAdvanceIdle: Advance with nothing due, 1 µs of packet time apart,
-// on a live Detector remembering 100,000 batches (a window of 10 minutes
+// on a streaming Detector remembering 100,000 batches (a window of 10 minutes
 // at 170 batches per second) and some findings waiting for Settle.
 func BenchmarkAdvanceIdle(b *testing.B) {
-	d := New(Options{Live: true, Window: time.Hour, Settle: time.Hour})
+	d := New(Options{Streaming: true, Window: time.Hour, Settle: time.Hour})
 	for i := range 100_000 {
 		b := plain(uint32(i))
 		d.Produce(ex(conn1, int32(i), float64(i), float64(i)+1, 7, int64(i), b))

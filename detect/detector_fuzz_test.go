@@ -33,7 +33,7 @@ func exchangesFrom(data []byte) []*decode.Exchange {
 		case answer&7 == 7 && when&8 != 0 && b.ProducerID < 0:
 			x = acks0(ex(c, int32(i/4), sent, noAnswer, 0, 0, b))
 		case answer&7 == 7 && connSel&2 != 0:
-			x = noResp(ex(c, int32(i/4), sent, noAnswer, 0, 0, b), "connection closed")
+			x = noResp(ex(c, int32(i/4), sent, noAnswer, 0, 0, b), decode.NoResponseClosed)
 		case answer&7 == 7:
 			x = ex(c, int32(i/4), sent, noAnswer, 0, 0, b)
 		default:
@@ -46,8 +46,8 @@ func exchangesFrom(data []byte) []*decode.Exchange {
 }
 
 // FuzzOrder checks that findings do not depend on the order exchanges
-// complete in, that every finding is well formed, and that a live detector's
-// latest reports are the same findings (checkLive).
+// complete in, that every finding is well formed, and that a streaming detector's
+// latest reports are the same findings (checkStreaming).
 func FuzzOrder(f *testing.F) {
 	f.Add([]byte{0, 0, 1<<3 | 1, 0, 0, 0, 7, 1})                       // seed a: error 7 then unanswered
 	f.Add([]byte{4, 0, 30<<3 | 1, 0, 4, 0, 30 << 3, 0})                // seed b: idempotent, 7 then 0 at the same offset
@@ -125,9 +125,9 @@ func FuzzOrder(f *testing.F) {
 					t.Fatalf("finding %d attempt %d: cause %q after an acks=0 attempt", i, k, a.Cause)
 				case a.Cause == CauseClientTimeout && prev.Acks != 0 && prev.Response != nil && prev.Response.Time.Before(a.Time):
 					t.Fatalf("finding %d attempt %d: client_timeout, but attempt %d was answered before", i, k, k-1)
-				case a.Cause == CauseConnectionClosed && (prev.NoResponse != "connection closed" || prev.ConnID == a.ConnID):
+				case a.Cause == CauseConnectionClosed && (prev.NoResponse != decode.NoResponseClosed || prev.ConnID == a.ConnID):
 					t.Fatalf("finding %d attempt %d: connection_closed after attempt %d on connection %d (%q)", i, k, k-1, prev.ConnID, prev.NoResponse)
-				case a.Cause != CauseClientTimeout && a.Cause != CauseConnectionClosed && prev.Acks != 0 && prev.NoResponse != "" && prev.NoResponse != "response did not name the partition":
+				case a.Cause != CauseClientTimeout && a.Cause != CauseConnectionClosed && prev.Acks != 0 && prev.NoResponse != "" && prev.NoResponse != NoResponsePartition:
 					t.Fatalf("finding %d attempt %d: cause %q after an unanswered attempt", i, k, a.Cause)
 				}
 			}
@@ -135,8 +135,8 @@ func FuzzOrder(f *testing.F) {
 		if s.Findings != int64(len(want)) || byVerdict != s.Findings || s.Resends != resends || s.Exchanges != int64(len(xs)) {
 			t.Fatalf("stats %+v for %d findings, %d resends", s, len(want), resends)
 		}
-		checkLive(t, xs)
-		checkLive(t, slices.Collect(func(yield func(*decode.Exchange) bool) {
+		checkStreaming(t, xs)
+		checkStreaming(t, slices.Collect(func(yield func(*decode.Exchange) bool) {
 			for _, x := range slices.Backward(xs) {
 				if !yield(x) {
 					return

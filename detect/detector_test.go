@@ -89,7 +89,7 @@ func TestVerdicts(t *testing.T) {
 			name: "client timeout, unanswered first attempt completes after its retry",
 			feed: []*decode.Exchange{
 				ex(conn1, 2, 1000, 1001, 0, 7, plain(1)),
-				noResp(ex(conn1, 1, 0, noAnswer, 0, 0, plain(1)), "later response seen"),
+				noResp(ex(conn1, 1, 0, noAnswer, 0, 0, plain(1)), decode.NoResponseLaterSeen),
 			},
 			verdict: Unconfirmed, offsets: []int64{7}, match: MatchBytes,
 			reason: "attempt 1 has no response in the capture; producer not idempotent: the log may hold the batch twice",
@@ -132,7 +132,7 @@ func TestVerdicts(t *testing.T) {
 		{
 			name: "deduplicated: DUPLICATE_SEQUENCE_NUMBER",
 			feed: []*decode.Exchange{
-				noResp(ex(conn1, 1, 0, noAnswer, 0, 0, idem(5, 1)), "later response seen"),
+				noResp(ex(conn1, 1, 0, noAnswer, 0, 0, idem(5, 1)), decode.NoResponseLaterSeen),
 				ex(conn1, 2, 500, 510, 46, -1, idem(5, 1)),
 			},
 			verdict: Deduplicated, offsets: []int64{}, match: MatchBytes,
@@ -144,7 +144,7 @@ func TestVerdicts(t *testing.T) {
 			name: "unconfirmed idempotent: first unanswered, retry answered",
 			feed: []*decode.Exchange{
 				ex(conn1, 2, 500, 510, 0, 4, idem(5, 1)),
-				noResp(ex(conn1, 1, 0, noAnswer, 0, 0, idem(5, 1)), "connection closed"),
+				noResp(ex(conn1, 1, 0, noAnswer, 0, 0, idem(5, 1)), decode.NoResponseClosed),
 			},
 			verdict: Unconfirmed, offsets: []int64{4}, match: MatchBytes,
 			reason: "attempt 1 has no response in the capture; idempotent producer: the broker deduplicates a resend of the same sequence",
@@ -199,7 +199,7 @@ func TestVerdicts(t *testing.T) {
 			name: "sent three times",
 			feed: []*decode.Exchange{
 				ex(conn1, 2, 1000, 1500, 7, 50, plain(1)),
-				noResp(ex(conn1, 1, 0, noAnswer, 0, 0, plain(1)), "later response seen"),
+				noResp(ex(conn1, 1, 0, noAnswer, 0, 0, plain(1)), decode.NoResponseLaterSeen),
 				ex(conn1, 3, 2000, 2010, 0, 51, plain(1)),
 			},
 			verdict: Duplicated, offsets: []int64{50, 51}, match: MatchBytes,
@@ -280,7 +280,7 @@ func TestVerdicts(t *testing.T) {
 			name: "duplicated, and an unanswered attempt may add a copy",
 			feed: []*decode.Exchange{
 				ex(conn1, 1, 0, 10, 7, 50, plain(1)),
-				noResp(ex(conn1, 2, 20, noAnswer, 0, 0, plain(1)), "later response seen"),
+				noResp(ex(conn1, 2, 20, noAnswer, 0, 0, plain(1)), decode.NoResponseLaterSeen),
 				ex(conn1, 3, 40, 50, 0, 51, plain(1)),
 			},
 			verdict: Duplicated, offsets: []int64{50, 51}, match: MatchBytes,

@@ -3,91 +3,68 @@
 //
 // # Place in the flow
 //
-// capture -> decode -> detect -> report. detect takes complete produce
-// exchanges (decode.Exchange, handed to Detector.Produce, which satisfies
-// decode.Sink) and gives Findings: one per batch sent more than once by a
-// client, on one connection or several, with every attempt, the cause of each resend and a Verdict.
-// A capture file is read to its end and Flush returns the findings sorted;
-// a live capture (Options.Live) has each finding reported through
-// OnFinding as soon as it is decided, and Advance moves packet time on
-// when no traffic flows.
-// It imports decode for the Exchange type and what it holds, and for the
-// names of error codes (decode.ErrorName); it must never import capture or
-// gopacket (packets), profile, report (output) or pipeline, and it never
-// sees Kafka bytes. Producer profiles are package profile's, built from the same
-// exchanges and from the findings detect gives (Finding.ID names a live
-// finding across its reports).
+//	capture -> decode -> detect -> profile -> report -> pipeline -> cmd/kdupcap
 //
-// # Grouping
+// detect takes complete produce exchanges (decode.Exchange, handed to
+// Detector.Produce, which satisfies decode.Sink) and gives Findings: one per
+// batch sent more than once by a client, on one connection or several, with
+// every attempt, the cause of each resend and a Verdict. Flush returns the
+// findings of a capture file sorted; with Options.Streaming (a live capture)
+// OnFinding reports each as soon as it is decided, and Advance moves packet
+// time on when no traffic flows. It imports decode for the Exchange type and
+// what it holds, and for the names of error codes (decode.ErrorName); it must
+// never import capture or gopacket (packets), profile, report (output) or
+// pipeline, and it never sees Kafka bytes. Producer profiles are package
+// profile's, built from the same exchanges and the findings (Finding.ID names
+// a streamed finding across its reports).
+//
+// # Grouping, causes and proof
 //
 // Two attempts carry the same batch when they went to the same
-// topic-partition (the topic ID when the request named one, else the name)
-// and either have the same bytes under the batch CRC (decode.Batch.Hash and
-// CRC equal: Match "bytes"), or, for an idempotent producer (ProducerID >=
-// 0), the same producer ID, epoch, first sequence and last offset delta
-// (Match "sequence" when the bytes differ: librdkafka rebuilds a batch
-// before a retry), and were sent by the same client: on the same connection,
-// or (Options.Scope) on any connection from the same client IP with the same
-// client.id, or, for an idempotent producer, with the same producer ID and
-// epoch from any address (a client re-sends on a new connection after a
-// timeout or a close, and to another broker after NOT_LEADER_OR_FOLLOWER).
-// A batch is one finding with all its attempts; its Scope is "connection"
-// when they were all sent on one connection, "client" when they span
-// connections. A non-idempotent retry whose bytes were rebuilt cannot be
-// told from new data and is not grouped. One request that names a partition
-// twice with the same batch is one send, not a resend.
+// topic-partition and have the same bytes under the batch CRC (Match "bytes")
+// or, for an idempotent producer, the same producer ID, epoch, first sequence
+// and last offset delta (Match "sequence"), and were sent by the same client:
+// on one connection or, with Options.Scope, on any connection of the same
+// client IP and client.id, or of the same producer ID and epoch. A retry
+// whose bytes were rebuilt is found by its records (KindRecordResend), from
+// the record prints of decode.Options.RecordPrints, at most
+// Options.MaxRecords remembered. Each resend's Cause is judged by the answer
+// to the attempt before it, if captured before the resend. Fetch
+// (decode.FetchSink) decides or confirms verdicts with the batches consumers
+// fetched (Finding.Proof); InitProducerID and EndTxn (decode.TxnSink) give a
+// batch its Transaction.
 //
-// # Causes
-//
-// Each resend is judged against the attempt sent just before it: an answer
-// captured strictly before the resend was sent caused it (broker_error, or
-// not_a_retry after success or DUPLICATE_SEQUENCE_NUMBER); none captured by
-// then is a client_timeout, or connection_closed when that attempt's
-// connection closed without an answer and the resend went out on another
-// connection; after an acks=0 request, which is never answered and never
-// retried, it is not_a_retry.
-//
-// # Ownership and state
+// # Ownership, bounds and bad input
 //
 // Produce reads the Exchange during the call and keeps none of it but the
 // *decode.ConnInfo and client.id pointers and the topic string, which decode
-// never changes after handing them over. Each batch is remembered until
-// Options.Window of packet time has passed after its last attempt (packet
-// time, never wall-clock time: the newest request or response time seen in
-// any exchange), and at most Options.MaxBatches batches are remembered; the
-// oldest is decided early beyond that and counted in Stats.Evicted. A batch
-// whose attempts arrive further apart than Window is therefore not grouped.
-// The index by client is the index of the remembered batches: a batch
-// forgotten leaves nothing behind.
-// Decided findings are kept until Flush returns them in order, so memory
-// grows with the findings of a run, not with its traffic.
+// never changes after handing them over. A batch is remembered until
+// Options.Window of packet time (never wall-clock time) has passed after its
+// last attempt, at most Options.MaxBatches of them: the oldest is then
+// decided early (Stats.Evicted). Decided findings are kept for Flush, so
+// memory grows with the findings of a run, not its traffic; with Streaming
+// they are not kept once reported (unless Options.KeepFindings). detect
+// trusts decode's types but not their plausibility: a nil connection, missing
+// partition responses, unknown error codes and out-of-order times are all
+// taken as they come; nothing in an Exchange makes it panic. A Detector is
+// not safe for concurrent use.
 //
-// # Fetched data and transactions
+// # Files
 //
-// Detector.Fetch (decode.FetchSink) takes the batches consumers and
-// followers fetched, and decides or confirms verdicts with them
-// (Finding.Evidence, evidence.go); Detector.InitProducerID and EndTxn
-// (decode.TxnSink) link transactional batches to the outcome of their
-// transaction (Finding.Transaction, txn.go). Without Live they are applied
-// at Flush, so fetches after a batch's Window still count (OnFinding, called
-// earlier, sees the finding without them); with Live, at each report, with
-// what was seen by then.
-//
-// # Live
-//
-// With Options.Live a finding is decided as soon as the last attempt sent
-// has an answer no retry can follow (NONE, DUPLICATE_SEQUENCE_NUMBER, an
-// error kerr does not call retriable, or acks=0), else when Options.Settle
-// of packet time has passed after its last attempt, or Window, or an
-// eviction. Its batch stays remembered until Window: a later attempt
-// reports the finding again with Finding.Revision one more. Findings are
-// not kept once reported (unless Options.KeepFindings), so the memory of a
-// run of days is that of one Window of batches, at most MaxBatches.
-//
-// # Bad input
-//
-// detect trusts decode's types but not their plausibility: a nil connection,
-// missing partition responses, unknown error codes and out-of-order times
-// are all taken as they come; nothing in an Exchange makes it panic. A
-// Detector is not safe for concurrent use.
+//   - detector.go: Options, Detector, New; Produce, Advance and Flush.
+//   - state.go: what a remembered batch and its attempts hold; owners and keys.
+//   - digest.go: the batch indexes, keyed by a 64-bit digest of the key.
+//   - build.go: a batch's Finding: its attempts in order and each resend's
+//     cause.
+//   - verdict.go: what each answer shows of the log, and the Verdict.
+//   - finding.go: Finding, Attempt, Verdict, Cause, Scope, Match and Kind.
+//   - span.go: Finding.Span, the time its evidence covers.
+//   - stream.go: Streaming: deciding and reporting a finding as soon as it can
+//     be.
+//   - fetched.go: Proof from fetched batches; Fetch.
+//   - txn.go: Transaction; InitProducerID and EndTxn.
+//   - recordmatch.go: matching records sent again in batches not alike.
+//   - recordfinding.go: the findings of records matched, reported or flushed.
+//   - records.go: Record, RecordCopy and RecordHeader of a finding.
+//   - stats.go: Stats, TopicStats and TopicIDString.
 package detect

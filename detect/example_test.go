@@ -24,7 +24,7 @@ func Example() {
 	d.Produce(&decode.Exchange{Conn: conn, CorrelationID: 27, Acks: -1, RequestTime: t0,
 		Responded: true, ResponseTime: t0.Add(5 * time.Second), Batches: []decode.Batch{first}})
 	d.Produce(&decode.Exchange{Conn: conn, CorrelationID: 28, Acks: -1, RequestTime: t0.Add(5001 * time.Millisecond),
-		NoResponse: "end of capture", Batches: []decode.Batch{batch}})
+		NoResponse: decode.NoResponseEndOfCapture, Batches: []decode.Batch{batch}})
 
 	for _, f := range d.Flush() {
 		fmt.Println(f.Verdict, f.AppendedOffsets)
@@ -39,7 +39,7 @@ func Example() {
 	// 28 broker_error REQUEST_TIMED_OUT 5001
 }
 
-// A live Detector reports a finding as soon as the last attempt is answered
+// A streaming Detector reports a finding as soon as the last attempt is answered
 // with no error, and Advance decides the rest when no traffic flows.
 func Example_live() {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -53,7 +53,7 @@ func Example_live() {
 			Responded: true, ResponseTime: t0.Add(at + 5*time.Millisecond), Batches: []decode.Batch{b}}
 	}
 
-	d := detect.New(detect.Options{Live: true, Settle: 30 * time.Second, OnFinding: func(f detect.Finding) {
+	d := detect.New(detect.Options{Streaming: true, Settle: 30 * time.Second, OnFinding: func(f detect.Finding) {
 		fmt.Println(f.Attempts[0].CorrelationID, f.Verdict, len(f.Attempts), "attempts, revision", f.Revision)
 	}})
 	d.Produce(send(27, 0, 0xa, 7, 112))                    // REQUEST_TIMED_OUT after the append

@@ -3,6 +3,8 @@ package detect
 import (
 	"net/netip"
 	"time"
+
+	"github.com/kdupcap/kdupcap/decode"
 )
 
 // Verdict says what the log holds of a batch that was sent more than once.
@@ -25,6 +27,12 @@ const (
 	// the append: the log does not hold the batch (lost, not duplicated).
 	Rejected Verdict = "rejected"
 )
+
+// Verdicts returns every verdict, from the one that harms most to the one
+// that harms least: the order in which reports list them.
+func Verdicts() [5]Verdict {
+	return [...]Verdict{Duplicated, Deduplicated, Single, Unconfirmed, Rejected}
+}
 
 // Cause says why an attempt after the first was sent.
 type Cause string
@@ -141,14 +149,15 @@ type Finding struct {
 	Verdict Verdict
 	// AppendedOffsets are the distinct base offsets at which the responses
 	// show the log holds this batch, ascending; when fetched data decided or
-	// joined in the verdict (Evidence not EvidenceProduce), the fetched
+	// joined in the verdict (Proof not ProofProduce), the fetched
 	// offsets too.
 	AppendedOffsets []int64
 	// Reason explains the verdict in one sentence.
 	Reason string
-	// Evidence says what decided Verdict: the produce responses, the
-	// batches consumers or followers fetched, or both (evidence.go).
-	Evidence Evidence
+	// Proof says what decided Verdict: the produce responses, the
+	// batches consumers or followers fetched, or both (fetched.go). It is
+	// the JSON "evidence" key.
+	Proof Proof
 	// FetchedOffsets are the distinct base offsets at which fetched data
 	// held this batch, ascending; Fetches the fetch exchange that first
 	// showed each. Nil when no fetch in the capture held it.
@@ -181,20 +190,32 @@ type Finding struct {
 	RecordsOmitted int
 
 	// Revision counts the earlier reports of this finding: 0 for the first.
-	// Only a live Detector (Options.Live) reports a finding again, when
-	// another attempt of its batch arrives after it was reported; the new
-	// report holds every attempt and replaces the earlier ones.
+	// Only a streaming Detector (Options.Streaming) reports a finding
+	// again, when another attempt of its batch arrives after it was
+	// reported; the new report holds every attempt and replaces the
+	// earlier ones.
 	Revision int
-	// ID names a live Detector's finding across its reports: given at its
-	// first report and kept in every revision, distinct among the findings
-	// of one Detector, never 0; 0 for a Detector without Live, which reports
-	// each finding once. Its first attempt cannot name it (a first attempt
+	// ID names a streaming Detector's finding across its reports: given at
+	// its first report and kept in every revision, distinct among the
+	// findings of one Detector, never 0; 0 for a Detector without
+	// Streaming, which reports each finding once. Its first attempt cannot name it (a first attempt
 	// answered late comes after its retry, and record findings of one first
 	// attempt may be several), so a consumer that replaces a finding's
 	// earlier reports with its latest (profile.Profiler.Finding) keys them
 	// by ID. It is bookkeeping, not part of the output.
 	ID uint64
 }
+
+// The reasons an Attempt has no response that decode's Exchange.NoResponse
+// does not give.
+const (
+	// NoResponsePartition: the response came but did not name the
+	// attempt's partition.
+	NoResponsePartition decode.NoResponse = "response did not name the partition"
+	// NoResponseNotCaptured: the attempt's exchange was not answered and
+	// gave no reason (an Exchange built by hand).
+	NoResponseNotCaptured decode.NoResponse = "not in capture"
+)
 
 // Attempt is one ProduceRequest carrying the finding's batch.
 type Attempt struct {
@@ -209,9 +230,11 @@ type Attempt struct {
 	Version       int16
 	Acks          int16
 	TimeoutMillis int32
-	// Response is nil when the capture holds no answer; NoResponse says why.
+	// Response is nil when the capture holds no answer; NoResponse says why:
+	// decode's Exchange.NoResponse, NoResponsePartition or
+	// NoResponseNotCaptured.
 	Response   *Response
-	NoResponse string
+	NoResponse decode.NoResponse
 	// Batch describes the batch that carried the records, in a
 	// record-level finding; nil in a batch finding.
 	Batch *AttemptBatch

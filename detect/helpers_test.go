@@ -41,7 +41,7 @@ func ex(c *decode.ConnInfo, corrID int32, sentMs, respMs float64, code int16, of
 	x := &decode.Exchange{Conn: c, ClientID: &rdkafka, CorrelationID: corrID, Version: 7, Acks: -1,
 		TimeoutMillis: 5000, RequestTime: ms(sentMs)}
 	if respMs < 0 {
-		x.NoResponse = "end of capture"
+		x.NoResponse = decode.NoResponseEndOfCapture
 	} else {
 		x.Responded = true
 		x.ResponseTime = ms(respMs)
@@ -55,12 +55,12 @@ func ex(c *decode.ConnInfo, corrID int32, sentMs, respMs float64, code int16, of
 	return x
 }
 
-func noResp(x *decode.Exchange, why string) *decode.Exchange { x.NoResponse = why; return x }
+func noResp(x *decode.Exchange, why decode.NoResponse) *decode.Exchange { x.NoResponse = why; return x }
 
 // acks0 makes x an acks=0 request: the broker never answers one.
 func acks0(x *decode.Exchange) *decode.Exchange {
 	x.Acks = 0
-	x.Responded, x.ResponseTime, x.NoResponse = false, time.Time{}, "acks=0"
+	x.Responded, x.ResponseTime, x.NoResponse = false, time.Time{}, decode.NoResponseAcks0
 	for i := range x.Batches {
 		x.Batches[i].Response = nil
 	}

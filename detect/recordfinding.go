@@ -43,20 +43,20 @@ func (d *Detector) groupDecided(emit bool) {
 		}
 		d.countRecordFinding(groups[k], &f)
 		switch {
-		case d.opts.Live && emit:
+		case d.opts.Streaming && emit:
 			d.emit(f)
-		case d.opts.Live:
+		case d.opts.Streaming:
 			d.fresh = append(d.fresh, f)
 		case emit && d.opts.OnFinding != nil:
 			d.opts.OnFinding(f)
 		}
-		if !d.opts.Live || d.opts.KeepFindings {
+		if !d.opts.Streaming || d.opts.KeepFindings {
 			d.findings = append(d.findings, f)
 		}
 	}
 	for _, di := range rs.decided {
 		rs.dups[di].queued = false
-		if !rs.dups[di].live {
+		if !rs.dups[di].remembered {
 			rs.freeDup(di)
 		}
 	}
@@ -75,7 +75,7 @@ func (d *Detector) countRecordFinding(group []int32, f *Finding) {
 }
 
 // markReported sets the revision of f from its duplicates and counts the
-// report in them. Live, f is named as the finding that reported one of
+// report in them. When streaming, f is named as the finding that reported one of
 // them before, or anew.
 func (d *Detector) markReported(group []int32, f *Finding) {
 	rs := d.recs
@@ -86,7 +86,7 @@ func (d *Detector) markReported(group []int32, f *Finding) {
 			f.ID = dp.id
 		}
 	}
-	if f.ID == 0 && d.opts.Live {
+	if f.ID == 0 && d.opts.Streaming {
 		f.ID = d.newFindingID()
 	}
 	for _, di := range group {

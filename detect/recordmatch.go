@@ -2,6 +2,7 @@ package detect
 
 import (
 	"encoding/binary"
+	"github.com/kdupcap/kdupcap/internal/fifo"
 	"hash/maphash"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 // batch, whose bytes differ from the earlier copy's, makes the record a
 // duplicate (recDup) holding each copy: the batch attempt that carried it
 // (a carrier) and its offset delta there. A duplicate is decided once no
-// copy came for Window (with Live: for Settle), and the duplicates decided
+// copy came for Window (with Streaming: for Settle), and the duplicates decided
 // together that were carried by the same attempts make one Finding.
 
 // DefaultMaxRecords is the default of Options.MaxRecords.
@@ -83,13 +84,13 @@ type recDup struct {
 	// verdict of the last one (verdictNone before the first).
 	revision int32
 	reported verdictCode
-	// pending: a copy came since the last report; live: its print is
-	// still remembered (once not, it is freed after its last report).
-	pending bool
-	live    bool
+	// pending: a copy came since the last report; remembered: its print
+	// is still remembered (once not, it is freed after its last report).
+	pending    bool
+	remembered bool
 	// queued: in recState.decided, waiting to be grouped.
 	queued bool
-	// id is the Finding.ID of the live finding that reported it.
+	// id is the Finding.ID of the streamed finding that reported it.
 	id uint64
 }
 
@@ -105,13 +106,13 @@ type recQueued struct {
 // first prints come.
 type recState struct {
 	entries  map[uint64]recEntry
-	order    fifo[recQueued] // entries in the order last touched
+	order    fifo.Queue[recQueued] // entries in the order last touched
 	carriers []carrier
 	freeC    []int32
 	dups     []recDup
 	freeD    []int32
-	decideQ  fifo[recQueued] // duplicates in the order last touched
-	decided  []int32         // duplicates decided, waiting to be grouped
+	decideQ  fifo.Queue[recQueued] // duplicates in the order last touched
+	decided  []int32               // duplicates decided, waiting to be grouped
 }
 
 // hotPartition is a client's partition after a failed or unanswered
@@ -184,6 +185,9 @@ func (d *Detector) matchRecords(o owner, bt *decode.Batch, at *attempt, seen int
 	if !want {
 		return
 	}
+	// detect's one call back into decode: only detect knows which batches
+	// it matches by record, and printing them all would decompress every
+	// batch (decode.Printer says why it is a call).
 	if prints := bt.RecordPrints(); len(prints) > 0 {
 		d.addRecords(part, bt, at, seen, prints)
 	}
@@ -215,7 +219,7 @@ func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen i
 		if !ok {
 			rs.entries[k] = recEntry{last: seen, carrier: ci, delta: p.OffsetDelta, index: p.Index, dup: -1}
 			rs.carriers[ci].refs++
-			rs.order.push(recQueued{time: seen, key: k})
+			rs.order.Push(recQueued{time: seen, key: k})
 			continue
 		}
 		prev := &rs.carriers[e.carrier]
@@ -238,13 +242,13 @@ func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen i
 		dp.last = max(dp.last, seen)
 		dp.gen++
 		dp.pending = true
-		rs.decideQ.push(recQueued{time: dp.last, dup: e.dup, gen: dp.gen})
+		rs.decideQ.Push(recQueued{time: dp.last, dup: e.dup, gen: dp.gen})
 		// The entry now points at the newest copy.
 		rs.release(e.carrier)
 		e.carrier, e.delta, e.index, e.last = ci, p.OffsetDelta, p.Index, seen
 		rs.carriers[ci].refs++
 		rs.entries[k] = e
-		rs.order.push(recQueued{time: seen, key: k})
+		rs.order.Push(recQueued{time: seen, key: k})
 	}
 	if rs.carriers[ci].refs == 0 {
 		rs.freeC = append(rs.freeC, ci)
@@ -316,7 +320,7 @@ func (rs *recState) newDup(key, print uint64) int32 {
 		i = int32(len(rs.dups) - 1)
 	}
 	dp := &rs.dups[i]
-	*dp = recDup{key: key, print: print, copies: dp.copies[:0], gen: dp.gen + 1, live: true}
+	*dp = recDup{key: key, print: print, copies: dp.copies[:0], gen: dp.gen + 1, remembered: true}
 	return i
 }
 
@@ -327,7 +331,7 @@ func (rs *recState) freeDup(i int32) {
 		rs.release(c.carrier)
 	}
 	dp.copies = dp.copies[:0]
-	dp.live = false
+	dp.remembered = false
 	dp.gen++
 	rs.freeD = append(rs.freeD, i)
 }
@@ -343,19 +347,19 @@ func (d *Detector) expireRecords() {
 	d.groupDecided(true)
 	cutoff := d.newest - d.recWindow()
 	for {
-		q, ok := rs.order.front()
+		q, ok := rs.order.Front()
 		if !ok {
 			break
 		}
 		e, ok := rs.entries[q.key]
 		if !ok || e.last != q.time {
-			rs.order.pop() // stale: forgotten, or seen again since
+			rs.order.Pop() // stale: forgotten, or seen again since
 			continue
 		}
 		if q.time >= cutoff {
 			break
 		}
-		rs.order.pop()
+		rs.order.Pop()
 		d.forgetEntry(q.key, e)
 	}
 	d.groupDecided(true)
@@ -367,11 +371,11 @@ func (d *Detector) expireRecords() {
 func (d *Detector) evictRecord() bool {
 	rs := d.recs
 	for {
-		q, ok := rs.order.front()
+		q, ok := rs.order.Front()
 		if !ok {
 			break
 		}
-		rs.order.pop()
+		rs.order.Pop()
 		e, ok := rs.entries[q.key]
 		if !ok || e.last != q.time {
 			continue
@@ -400,7 +404,7 @@ func (d *Detector) forgetEntry(key uint64, e recEntry) {
 		return
 	}
 	dp := &rs.dups[e.dup]
-	dp.live = false
+	dp.remembered = false
 	switch {
 	case dp.pending:
 		rs.decide(e.dup)
@@ -410,28 +414,28 @@ func (d *Detector) forgetEntry(key uint64, e recEntry) {
 }
 
 // decideRecords moves the duplicates whose newest copy is older than
-// Window (with Live: Settle) to rs.decided; all, with flush.
+// Window (with Streaming: Settle) to rs.decided; all, with flush.
 func (d *Detector) decideRecords(flush bool) {
 	rs := d.recs
 	wait := d.recWindow()
-	if d.opts.Live {
+	if d.opts.Streaming {
 		wait = min(d.settle, wait)
 	}
 	cutoff := d.newest - wait
 	for {
-		q, ok := rs.decideQ.front()
+		q, ok := rs.decideQ.Front()
 		if !ok {
 			break
 		}
 		dp := &rs.dups[q.dup]
 		if dp.gen != q.gen || !dp.pending {
-			rs.decideQ.pop() // stale: another copy came, or decided already
+			rs.decideQ.Pop() // stale: another copy came, or decided already
 			continue
 		}
 		if !flush && q.time >= cutoff {
 			break
 		}
-		rs.decideQ.pop()
+		rs.decideQ.Pop()
 		rs.decide(q.dup)
 	}
 }
@@ -456,7 +460,7 @@ func (d *Detector) flushRecords() {
 	for k, e := range rs.entries {
 		d.forgetEntry(k, e)
 	}
-	rs.order.reset()
-	rs.decideQ.reset()
+	rs.order.Reset()
+	rs.decideQ.Reset()
 	d.groupDecided(false)
 }

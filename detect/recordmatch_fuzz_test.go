@@ -34,7 +34,7 @@ func FuzzRecordMatch(f *testing.F) {
 				codes := []int16{0, 7, 20, 6}
 				var x *decode.Exchange
 				if answer&7 == 7 {
-					x = noResp(ex(c, int32(i), sent, noAnswer, 0, 0, b), "connection closed")
+					x = noResp(ex(c, int32(i), sent, noAnswer, 0, 0, b), decode.NoResponseClosed)
 				} else {
 					x = ex(c, int32(i), sent, sent+float64(answer>>4)*7, codes[answer&3], int64(answer>>3)-2, b)
 				}

@@ -70,7 +70,7 @@ func TestRecordMatching(t *testing.T) {
 			// Unanswered, then re-sent rebuilt on a new connection.
 			name: "rebuilt after the connection closed",
 			exchanges: []*decode.Exchange{
-				noResp(ex(conn1, 1, 0, noAnswer, 0, 0, recs(0xa, 1, 2)), noResponseClosed),
+				noResp(ex(conn1, 1, 0, noAnswer, 0, 0, recs(0xa, 1, 2)), decode.NoResponseClosed),
 				ex(conn2, 1, 100, 110, 0, 5, recs(0xb, 1, 2)),
 			},
 			want:    []Finding{{Kind: KindRecordResend, Verdict: Unconfirmed, BatchRelation: RelationRebuilt, NumRecords: 2, Scope: ScopeClient}},
@@ -205,11 +205,11 @@ func TestRecordMatchingBounded(t *testing.T) {
 	}
 }
 
-// TestRecordMatchingLive: a record-level finding is reported once Settle
+// TestRecordMatchingStreaming: a record-level finding is reported once Settle
 // passed after its last copy, and again, revised, when another copy comes.
-func TestRecordMatchingLive(t *testing.T) {
+func TestRecordMatchingStreaming(t *testing.T) {
 	var reported []Finding
-	d := New(Options{Live: true, Settle: time.Second, OnFinding: func(f Finding) { reported = append(reported, f) }})
+	d := New(Options{Streaming: true, Settle: time.Second, OnFinding: func(f Finding) { reported = append(reported, f) }})
 	d.Produce(ex(conn1, 1, 0, 520, 7, 0, recs(0xa, 1)))
 	d.Produce(ex(conn1, 2, 600, 1120, 7, 1, recs(0xb, 1)))
 	d.Advance(ms(3000))

@@ -54,7 +54,7 @@ func TestScope(t *testing.T) {
 				// the retry is answered before the old connection's close
 				// completes the first exchange
 				ex(conn2, 1, 2000, 2001, 0, 5, b),
-				noResp(ex(conn1, 7, 0, noAnswer, 0, 0, b), "connection closed"),
+				noResp(ex(conn1, 7, 0, noAnswer, 0, 0, b), decode.NoResponseClosed),
 			},
 			scopes:   []Scope{ScopeClient},
 			verdict:  Unconfirmed,
@@ -96,7 +96,7 @@ func TestScope(t *testing.T) {
 			name: "twice on one connection, then on another: one finding",
 			feed: []*decode.Exchange{
 				ex(conn1, 7, 0, 300, 7, 4, b),
-				noResp(ex(conn1, 8, 400, noAnswer, 0, 0, b), "connection closed"),
+				noResp(ex(conn1, 8, 400, noAnswer, 0, 0, b), decode.NoResponseClosed),
 				ex(conn2, 1, 900, 901, 0, 6, b),
 			},
 			scopes:   []Scope{ScopeClient},
@@ -152,7 +152,7 @@ func TestScope(t *testing.T) {
 		{
 			name: "idempotent, same producer ID and epoch from another address",
 			feed: []*decode.Exchange{
-				noResp(ex(conn1, 7, 0, noAnswer, 0, 0, idem(1, 5)), "connection closed"),
+				noResp(ex(conn1, 7, 0, noAnswer, 0, 0, idem(1, 5)), decode.NoResponseClosed),
 				withClientID(ex(natConn, 1, 2000, 2001, 0, 3, idem(1, 5)), "other"),
 			},
 			scopes:   []Scope{ScopeClient},
@@ -213,7 +213,7 @@ func TestScope(t *testing.T) {
 			name:   "beyond the window: not grouped",
 			window: time.Second,
 			feed: []*decode.Exchange{
-				noResp(ex(conn1, 7, 0, noAnswer, 0, 0, b), "connection closed"),
+				noResp(ex(conn1, 7, 0, noAnswer, 0, 0, b), decode.NoResponseClosed),
 				ex(conn2, 1, 1500, 1501, 0, 6, b),
 			},
 		},
@@ -221,7 +221,7 @@ func TestScope(t *testing.T) {
 			name:   "within the window",
 			window: time.Second,
 			feed: []*decode.Exchange{
-				noResp(ex(conn1, 7, 0, noAnswer, 0, 0, b), "connection closed"),
+				noResp(ex(conn1, 7, 0, noAnswer, 0, 0, b), decode.NoResponseClosed),
 				ex(conn2, 1, 900, 901, 0, 6, b),
 			},
 			scopes:   []Scope{ScopeClient},
@@ -278,18 +278,18 @@ func TestScope(t *testing.T) {
 	}
 }
 
-// TestScopeLive: a live Detector reports a batch re-sent on a new connection
+// TestScopeStreaming: a streaming Detector reports a batch re-sent on a new connection
 // once, with every attempt; with ScopeClient, a batch re-sent on one
 // connection only is never reported.
-func TestScopeLive(t *testing.T) {
+func TestScopeStreaming(t *testing.T) {
 	b := plain(1)
 	for _, scope := range []Scope{ScopeBoth, ScopeClient} {
 		t.Run(string(scope), func(t *testing.T) {
 			var got []Finding
-			d := New(Options{Live: true, Scope: scope, Settle: time.Second, OnFinding: func(f Finding) { got = append(got, f) }})
+			d := New(Options{Streaming: true, Scope: scope, Settle: time.Second, OnFinding: func(f Finding) { got = append(got, f) }})
 			d.Produce(ex(conn1, 1, 0, 10, 7, 1, plain(2)))
 			d.Produce(ex(conn1, 2, 20, 30, 0, 2, plain(2)))
-			d.Produce(noResp(ex(conn1, 7, 100, noAnswer, 0, 0, b), "connection closed"))
+			d.Produce(noResp(ex(conn1, 7, 100, noAnswer, 0, 0, b), decode.NoResponseClosed))
 			d.Produce(ex(conn2, 1, 2000, 2001, 0, 6, b))
 			d.Advance(ms(10_000))
 			d.Flush()
@@ -323,8 +323,8 @@ func TestScopeBounded(t *testing.T) {
 				c := conns[i%len(conns)]
 				d.Produce(ex(c, int32(i), float64(i), float64(i)+0.5, 0, int64(i), plain(uint32(i/2))))
 				d.Produce(ex(c, int32(i), float64(i), float64(i)+0.5, 0, int64(i), idem(int32(i/2), uint32(i))))
-				if n := len(d.byBytes) + len(d.bySeq); n > 100 || n != d.live {
-					t.Fatalf("after %d exchanges: %d keys for %d batches, want at most 100 and equal", i+1, n, d.live)
+				if n := len(d.byBytes) + len(d.bySeq); n > 100 || n != d.remembered {
+					t.Fatalf("after %d exchanges: %d keys for %d batches, want at most 100 and equal", i+1, n, d.remembered)
 				}
 			}
 			d.Flush()

@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"github.com/kdupcap/kdupcap/internal/fifo"
 	"hash/maphash"
 	"time"
 
@@ -48,7 +49,7 @@ type attempt struct {
 	respTime      int64 // of the exchange's response, when responded
 	baseOffset    int64
 	logAppendTime int64
-	noResponse    string
+	noResponse    decode.NoResponse
 	conn          *decode.ConnInfo
 	clientID      *string
 	correlationID int32
@@ -88,9 +89,9 @@ type batch struct {
 	lastOffsetDelta int32
 	numRecords      int32
 	gen             uint32 // bumped when the slot is reused or touched
-	live            bool
-	// Live mode only (both fit in padding): dirty is set while the batch
-	// has a finding not reported in its current state; reported is the
+	inUse           bool   // the slot holds a remembered batch
+	// Streaming mode only (both fit in padding): dirty is set while the
+	// batch has a finding not reported in its current state; reported is the
 	// verdict last reported (verdictNone before the first report).
 	dirty    bool
 	reported verdictCode
@@ -194,71 +195,9 @@ type queued struct {
 	gen  uint32
 }
 
-// fifo is a queue in chunks of fifoChunk entries: pushing never copies
-// what is queued (a slice doubled would copy it and leave the old array to
-// the collector, fresh memory each time), and a chunk read to its end is
-// kept for the next pushes.
-type fifo[T any] struct {
-	chunks [][]T // the front is chunks[0][head]
-	head   int
-	n      int
-	spare  [][]T
-}
-
-const fifoChunk = 1024
-
 // ageQueue holds slots in the order they were touched, which is close to
 // packet time order.
-type ageQueue = fifo[queued]
-
-func (a *fifo[T]) push(e T) {
-	k := len(a.chunks) - 1
-	if k < 0 || len(a.chunks[k]) == fifoChunk {
-		var c []T
-		if s := len(a.spare); s > 0 {
-			c, a.spare = a.spare[s-1], a.spare[:s-1]
-		} else {
-			c = make([]T, 0, fifoChunk)
-		}
-		a.chunks = append(a.chunks, c)
-		k++
-	}
-	a.chunks[k] = append(a.chunks[k], e)
-	a.n++
-}
-
-// front returns the first entry, if there is one.
-func (a *fifo[T]) front() (T, bool) {
-	if a.n == 0 {
-		var zero T
-		return zero, false
-	}
-	return a.chunks[0][a.head], true
-}
-
-// pop drops the first entry; the queue must not be empty.
-func (a *fifo[T]) pop() {
-	a.head++
-	a.n--
-	if a.head == len(a.chunks[0]) && (a.head == fifoChunk || a.n == 0) {
-		a.spare = append(a.spare, a.chunks[0][:0])
-		k := copy(a.chunks, a.chunks[1:])
-		clear(a.chunks[k:])
-		a.chunks = a.chunks[:k]
-		a.head = 0
-	}
-}
-
-// len is the number of entries, stale ones included.
-func (a *fifo[T]) len() int { return a.n }
-
-func (a *fifo[T]) reset() {
-	for _, c := range a.chunks {
-		a.spare = append(a.spare, c[:0])
-	}
-	clear(a.chunks)
-	a.chunks, a.head, a.n = a.chunks[:0], 0, 0
-}
+type ageQueue = fifo.Queue[queued]
 
 // unixNano converts a packet time; the zero time stays 0.
 func unixNano(t time.Time) int64 {

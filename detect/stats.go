@@ -29,7 +29,7 @@ type Stats struct {
 	// Expired counts batches forgotten because Window passed after their
 	// last attempt.
 	Expired int64
-	// Live mode only: Settled counts findings reported because Settle
+	// Streaming mode only: Settled counts findings reported because Settle
 	// passed with no retry after an answer that allowed one; Revisions
 	// counts reports of a finding after its first (Findings counts each
 	// finding once, and ByVerdict by its latest verdict).
@@ -68,7 +68,7 @@ type topicKey struct {
 // Stats returns a copy of the counts so far.
 func (d *Detector) Stats() Stats {
 	s := d.stats
-	s.Remembered = d.live
+	s.Remembered = d.remembered
 	s.ByVerdict = maps.Clone(d.stats.ByVerdict)
 	s.Topics = make([]TopicStats, 0, len(d.topics))
 	for _, t := range d.topics {

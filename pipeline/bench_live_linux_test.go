@@ -10,7 +10,6 @@ import (
 	"hash/crc32"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/internal/kwire"
+	"github.com/kdupcap/kdupcap/internal/testenv"
 )
 
 // BenchmarkLivePipeline is the live path end to end: packets read from the
@@ -33,9 +33,7 @@ import (
 // and produce requests/s the pipeline sustained, and the kernel's drops at
 // that rate (default 64 MiB ring).
 func BenchmarkLivePipeline(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("live capture needs root")
-	}
+	testenv.Root(b)
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -49,7 +47,7 @@ func BenchmarkLivePipeline(b *testing.B) {
 	defer src.Close()
 	p := newSingle(stages{
 		dec: decode.Options{Ports: []uint16{port}, MaxConnections: maxLiveConnections},
-		det: detect.Options{Live: true, OnFinding: func(detect.Finding) {}},
+		det: detect.Options{Streaming: true, OnFinding: func(detect.Finding) {}},
 	})
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -23,7 +23,9 @@ import (
 //   - each fetch that showed a copy of the batch, the EndTxn that ended its
 //     transaction and the InitProducerId exchanges that gave its epochs;
 //   - for a topic named by ID (Produce v13), the Metadata response that
-//     named it.
+//     named it;
+//   - but never the packets of a SASL authentication (sasl.go): no
+//     password or token reaches FILE.
 //
 // FILE is a pcap of the input's link type, or a pcapng with one
 // interface per link type when the inputs hold several. `kdupcap analyze
@@ -62,7 +64,7 @@ func evidenceSpans(findings []detect.Finding, namedBy func([16]byte) (*decode.Co
 			switch {
 			case a.Response != nil:
 				sp.To = a.Response.Time.Add(dupsMargin)
-			case a.NoResponse == "connection closed":
+			case a.NoResponse == decode.NoResponseClosed:
 				// Open: to the connection's close.
 			default:
 				sp.To = last.Add(dupsMargin)
@@ -99,12 +101,15 @@ func (a *Analysis) WriteEvidence(w io.Writer, findings []detect.Finding) (int, e
 		links   []layers.LinkType
 		namedBy func([16]byte) (*decode.ConnInfo, time.Time, bool)
 	)
+	var conns []decode.ConnSummary
 	if a.sharded != nil {
 		links, namedBy = a.sharded.links, a.sharded.shared.TopicNamedBy
+		_, _, conns = a.sharded.stats()
 	} else {
 		links, namedBy = a.single.links, a.single.dec.TopicNamedBy
+		conns = a.single.dec.Connections()
 	}
-	sw, err := capture.NewSpanWriter(w, evidenceSpans(findings, namedBy), links)
+	sw, err := capture.NewSpanWriter(w, withoutSASL(evidenceSpans(findings, namedBy), conns), links)
 	if err != nil {
 		return 0, err
 	}

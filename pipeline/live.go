@@ -115,7 +115,7 @@ func NewLive(o LiveOptions, src LiveSource) (*Live, error) {
 
 	st := stages{det: o.detectOptions(), dec: o.decodeOptions(), asm: o.assemblerOptions(),
 		observe: l.observe, ignore: o.Ignore}
-	st.det.Live, st.det.Settle, st.det.OnFinding = true, o.Settle, l.finding
+	st.det.Streaming, st.det.Settle, st.det.OnFinding = true, o.Settle, l.finding
 	st.dec.MaxConnections = maxLiveConnections
 	st.asm.Evidence = l.evidence
 	l.p = newSingle(st)

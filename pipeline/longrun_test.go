@@ -52,7 +52,7 @@ func TestLiveMemoryBound(t *testing.T) {
 	findings := 0
 	p := newSingle(stages{
 		dec: decode.Options{Ports: []uint16{9092}, MaxConnections: maxLiveConnections},
-		det: detect.Options{Window: time.Minute, Live: true, Settle: 5 * time.Second,
+		det: detect.Options{Window: time.Minute, Streaming: true, Settle: 5 * time.Second,
 			OnFinding: func(detect.Finding) { findings++ }},
 		asm: capture.AssemblerOptions{IdleTimeout: 30 * time.Second,
 			Evidence: capture.NewEvidence(capture.EvidenceOptions{TotalBytes: 16 << 20, PerConnBytes: 1 << 20})},

@@ -28,7 +28,7 @@ func TestIgnoreDecidedAfterSYN(t *testing.T) {
 	var findings []detect.Finding
 	p := newSingle(stages{
 		dec: decode.Options{Ports: []uint16{32771}},
-		det: detect.Options{Live: true, OnFinding: func(f detect.Finding) { findings = append(findings, f) }},
+		det: detect.Options{Streaming: true, OnFinding: func(f detect.Finding) { findings = append(findings, f) }},
 		ignore: func(a, b netip.AddrPort) bool {
 			return dialed[[2]netip.AddrPort{a, b}] || dialed[[2]netip.AddrPort{b, a}]
 		},

@@ -118,10 +118,10 @@ type shardEvent struct {
 // shardSink is a worker Decoder's Sink: it files what the Decoder gives it
 // as events of the epoch, for the merger to replay in capture order. The
 // batches' bytes kept for record prints are detached, to be fingerprinted
-// by the merger (with printer, its own Decoder) if the Detector asks.
+// by the merger (with printer, its own) if the Detector asks.
 type shardSink struct {
 	w       *shardWorker
-	printer *decode.Decoder
+	printer *decode.Printer
 	// every: the Detector fingerprints every batch (--app-duplicates), so
 	// the worker does it, in parallel, rather than the merger.
 	every bool
@@ -180,7 +180,7 @@ type sharded struct {
 	shared *decode.Shared
 	// printer fingerprints the records of the batches the Detector asks
 	// for, on the merger's goroutine; it decodes nothing.
-	printer *decode.Decoder
+	printer *decode.Printer
 	// observe, if set, sees every produce exchange before the Detector.
 	observe func(*decode.Exchange)
 	// links are the link types of the packets read (for --write-dups).
@@ -204,7 +204,7 @@ func newSharded(st stages, n int) *sharded {
 		asmOpts: asmOpts,
 		det:     detect.New(st.det),
 		shared:  decode.NewShared(),
-		printer: decode.New(nil, decode.Options{}),
+		printer: decode.NewPrinter(st.dec),
 		observe: st.observe,
 	}
 	for range n {

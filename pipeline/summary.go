@@ -44,6 +44,9 @@ func buildSummary(files, inputErrs []string, cs capture.Stats, ds decode.Stats, 
 			DetectedBy:      c.Info.DetectedBy,
 			ClientIDs:       c.ClientIDs,
 			ProduceRequests: c.ProduceRequests,
+			SASLMechanism:   c.SASLMechanism,
+			SASLUser:        c.SASLUser,
+			SASLFailed:      c.SASLFailed,
 		})
 	}
 	s.KafkaConnectionsOmitted = max(0, ds.Connections-int64(len(s.KafkaConnections)))

@@ -31,7 +31,6 @@
 //   - diagnosis.go: Diagnose, and the names of each client's settings it
 //     advises on (librdkafka, the Java client, franz-go, others).
 //   - sketch.go: Sketch, the fixed-size logarithmic latency histogram.
-//   - fifo.go: the chunked queue of reports, oldest first.
 //
 // # Ownership and bounds
 //

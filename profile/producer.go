@@ -2,6 +2,7 @@ package profile
 
 import (
 	"cmp"
+	"github.com/kdupcap/kdupcap/internal/fifo"
 	"math"
 	"net/netip"
 	"slices"
@@ -47,6 +48,10 @@ type Producer struct {
 	// SoftwareName and SoftwareVersion come from its ApiVersions v3+
 	// requests (KIP-511); empty when none was captured.
 	SoftwareName, SoftwareVersion string
+	// SASLUsers are the distinct SASL users its connections authenticated
+	// as (decode.ConnInfo.SASLUser), ascending; none without SASL, or
+	// when the mechanism does not show the user.
+	SASLUsers []string
 
 	// Acks and TimeoutsMillis are the distinct acks and request timeouts of
 	// its ProduceRequests, ascending (one each, unless it changed).
@@ -191,7 +196,7 @@ type Profiler struct {
 	revisable  int64 // ns; 0: none is
 	maxPending int
 	pending    map[uint64]pendingFinding
-	queue      fifo[reportRef]
+	queue      fifo.Queue[reportRef]
 	seq        uint32
 	newest     int64            // newest packet time seen, Unix ns
 	verdicts   []detect.Verdict // the verdicts of findings seen (verdictCode)
@@ -254,6 +259,9 @@ func (pr *Profiler) Produce(x *decode.Exchange) {
 	p := &s.p
 	if x.Conn != nil && x.Conn.ClientSoftwareName != "" {
 		p.SoftwareName, p.SoftwareVersion = x.Conn.ClientSoftwareName, x.Conn.ClientSoftwareVersion
+	}
+	if x.Conn != nil && x.Conn.SASLUser != "" {
+		p.SASLUsers = addDistinct(p.SASLUsers, x.Conn.SASLUser)
 	}
 	p.Requests++
 	p.Acks = addDistinct(p.Acks, x.Acks)
@@ -367,6 +375,7 @@ func (pr *Profiler) Producers() []Producer {
 func (s *producerState) profile(r *tally) Producer {
 	p := s.p
 	p.TransactionalIDs = slices.Clone(p.TransactionalIDs)
+	p.SASLUsers = slices.Clone(p.SASLUsers)
 	p.Acks = slices.Clone(p.Acks)
 	p.TimeoutsMillis = slices.Clone(p.TimeoutsMillis)
 	p.ByVerdict = map[detect.Verdict]int64{}

@@ -74,7 +74,7 @@ func (pr *Profiler) Finding(f *detect.Finding) {
 	pr.seq++
 	c.seq = pr.seq
 	pr.pending[k] = c
-	pr.queue.push(reportRef{key: k, seq: c.seq})
+	pr.queue.Push(reportRef{key: k, seq: c.seq})
 	pr.settle()
 }
 
@@ -133,7 +133,7 @@ func (pr *Profiler) share(f *detect.Finding) (pendingFinding, bool) {
 func (pr *Profiler) settle() {
 	cutoff := pr.newest - pr.revisable
 	for {
-		q, ok := pr.queue.front()
+		q, ok := pr.queue.Front()
 		if !ok {
 			break
 		}
@@ -144,17 +144,17 @@ func (pr *Profiler) settle() {
 			c.prod.tally.add(&c, pr.verdictOf(c.verdict))
 			delete(pr.pending, q.key)
 		}
-		pr.queue.pop()
+		pr.queue.Pop()
 	}
 	// Entries go stale when their findings are reported again: when they
 	// outnumber the pending findings, the queue keeps only the live ones,
 	// in order.
-	if n := pr.queue.len(); n > 2*len(pr.pending)+minQueue {
+	if n := pr.queue.Len(); n > 2*len(pr.pending)+minQueue {
 		for range n {
-			q, _ := pr.queue.front()
-			pr.queue.pop()
+			q, _ := pr.queue.Front()
+			pr.queue.Pop()
 			if c, ok := pr.pending[q.key]; ok && c.seq == q.seq {
-				pr.queue.push(q)
+				pr.queue.Push(q)
 			}
 		}
 	}

@@ -72,7 +72,7 @@ func runProfiled(live bool, popts Options, xs []*decode.Exchange, each func(*Pro
 	prof := New(popts)
 	opts := detect.Options{}
 	if live {
-		opts = detect.Options{Live: true, KeepFindings: true, Window: liveWindow, Settle: liveSettle,
+		opts = detect.Options{Streaming: true, KeepFindings: true, Window: liveWindow, Settle: liveSettle,
 			OnFinding: func(f detect.Finding) { prof.Finding(&f) }}
 	}
 	det := detect.New(opts)
@@ -98,7 +98,7 @@ func runProfiled(live bool, popts Options, xs []*decode.Exchange, each func(*Pro
 func revised(c *decode.ConnInfo, crc uint32, atMs float64) []*decode.Exchange {
 	return []*decode.Exchange{
 		ex(c, 1, atMs, atMs+10, 7, 5, plain(crc)),
-		noResp(ex(c, 2, atMs+20, noAnswer, 0, 0, plain(crc)), "connection closed"),
+		noResp(ex(c, 2, atMs+20, noAnswer, 0, 0, plain(crc)), decode.NoResponseClosed),
 		ex(c, 3, atMs+1500, atMs+1501, 0, 50, plain(0xfff)), // moves time past Settle
 		ex(c, 4, atMs+2000, atMs+2010, 0, 6, plain(crc)),
 	}
@@ -130,7 +130,7 @@ func TestProfilerIncremental(t *testing.T) {
 		ex(conn2, 10, 100, 110, 6, -1, plain(0xa)), // NOT_LEADER, retried
 		ex(conn2, 11, 200, 210, 0, 5, plain(0xa)),  // appended: reported
 		ex(conn2, 12, 3000, 3001, 0, 6, plain(0xb)),
-		noResp(ex(conn1, 1, 0, noAnswer, 0, 0, plain(0xa)), noResponseClosed),
+		noResp(ex(conn1, 1, 0, noAnswer, 0, 0, plain(0xa)), decode.NoResponseClosed),
 	}
 	// A failed batch's records re-sent in two batches (sarama re-batching):
 	// two record-level findings of one first attempt.
@@ -176,7 +176,7 @@ func TestProfilerRevision(t *testing.T) {
 	t.Run("revised counts once, with the later verdict", func(t *testing.T) {
 		var verdicts []detect.Verdict
 		prof := New(Options{Revisable: liveWindow + liveSettle})
-		det := detect.New(detect.Options{Live: true, Window: liveWindow, Settle: liveSettle, OnFinding: func(f detect.Finding) {
+		det := detect.New(detect.Options{Streaming: true, Window: liveWindow, Settle: liveSettle, OnFinding: func(f detect.Finding) {
 			verdicts = append(verdicts, f.Verdict)
 			prof.Finding(&f)
 		}})

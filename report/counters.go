@@ -1,6 +1,6 @@
 package report
 
-// Counters are a live run's running totals, gathered by the CLI from every
+// Counters are a live run's running totals, gathered by pipeline from every
 // stage. Each field is cumulative since the run began; Metrics.Update turns
 // them into Prometheus counters and StatusLine into the status line. Like
 // Summary, it is plain data so that report needs no stage but detect.

@@ -1,56 +1,61 @@
-// Package report writes findings and the run's summary for people, for
-// scripts, for Prometheus and for Kafka.
+// Package report writes findings and the run's summary for people and for
+// scripts; its subpackages emit and metrics take them to Kafka and to
+// Prometheus.
 //
 // # Place in the flow
 //
-// capture -> decode -> detect -> report. report takes detect.Finding values,
-// the producer profiles of package profile (ProducerWriter), a Summary (plain
-// counts the CLI gathers from every stage at the end) and, in a live run,
-// Counters (the same stages' running totals), and gives:
+// capture -> decode -> detect -> profile -> report. report takes
+// detect.Finding values, the producer profiles of package profile
+// (ProducerWriter), a Summary (plain counts pipeline gathers from every
+// stage at the end) and, in a live run, Counters (the same stages' running
+// totals), and gives:
 //
 //   - text: human tables (NewTable, rendered with tablewriter), one line per
 //     finding for a live run (NewLines), the periodic status line
 //     (StatusLine), or JSON Lines (NewJSON, one object per line, a public
-//     contract described in the README);
-//   - Prometheus metrics (NewMetrics, with prometheus/client_golang): a
-//     Writer that counts findings, Update for the stages' totals, a produce
-//     latency histogram, and the HTTP handler to scrape;
-//   - Kafka records (NewKafka, with franz-go's kgo): each finding and the
-//     summary as one record whose value is its JSON Lines object, so many
-//     hosts feed one topic. ParseEmitURL reads the kafka://HOST:PORT/TOPIC
-//     target, and IsOwnConn names the sink's own connections so that the
-//     capture can leave them out;
-//   - Multi, to hand the same findings to several of these.
+//     contract described in the README; LineEncoder gives the same
+//     objects one at a time, for package emit);
+//   - Multi, to hand the same findings to several Writers, these and the
+//     network sinks.
+//
+// The sinks that talk to a network are Writers of their own packages, so
+// that the renderers here load no client library: report/emit publishes
+// each finding as a Kafka record with franz-go's kgo, report/metrics
+// counts them for Prometheus with client_golang. They use TopicName and
+// Printable to name topics as the text does.
 //
 // It imports detect and profile only; it must never import capture,
-// gopacket, decode or pipeline, so it knows findings and profiles, never how
-// they were found.
+// gopacket, decode, pipeline, franz-go's kgo or prometheus/client_golang,
+// so it knows findings and profiles, never how they were found nor where
+// they are sent.
 //
 // # Ownership and determinism
 //
-// A Writer reads what it is handed during the call and keeps nothing of it
-// (the Kafka sink copies the bytes it produces). Text output depends on its
-// input only: times are printed in UTC from the capture, never from the
-// clock, and nothing is printed in map order, so the same findings give the
-// same bytes (the golden tests rely on it). Metrics and the Kafka sink are
-// safe for concurrent use; the text writers are not.
-//
-// # Bounds
-//
-// The topic label of the metrics takes at most MetricsOptions.MaxTopics
-// names (100 by default); later topics count as OtherTopic. The Kafka sink
-// buffers at most DefaultKafkaBuffer records (unless told otherwise) and
-// fails a record that does not fit rather than stall the capture; it
-// remembers its own connections while open and for two minutes after.
+// A Writer reads what it is handed during the call and keeps nothing of it.
+// Text output depends on its input only: times are printed in UTC from the
+// capture, never from the clock, and nothing is printed in map order, so
+// the same findings give the same bytes (the golden tests rely on it). The
+// text writers are not safe for concurrent use.
 //
 // # Bad input
 //
 // Every value is printed as it is: an invalid address prints as "invalid
 // AddrPort", a null client.id as null (JSON) or "(null)" (text). Names off
-// the wire that are not printable UTF-8 are quoted in text and in metric
-// labels. A Writer returns the first error of the io.Writer it writes to,
-// wrapped; the Kafka sink returns every failed record's error (counted, the
-// distinct errors named) from its next call or from Close, never dropping
-// one silently. Counters that go down (a stage that started again) never
-// make a Prometheus counter go down.
+// the wire that are not printable UTF-8 are quoted (Printable). A Writer
+// returns the first error of the io.Writer it writes to, wrapped.
+//
+// # Files
+//
+//   - writer.go: the Writer interface, TopicName and the order of verdicts.
+//   - table.go: NewTable, the human tables of findings and summary; Printable.
+//   - tables.go: the tablewriter tables kept and reset for each finding.
+//   - lines.go: NewLines, one line per finding for a live run.
+//   - json.go: NewJSON and LineEncoder, the JSON Lines objects.
+//   - proof.go: a finding's proof, fetched offsets and transaction in JSON.
+//   - records.go: a finding's records, in a table and in JSON.
+//   - producer.go: ProducerWriter, the producer profiles in each format.
+//   - summary.go: Summary, Connection and TopicCount, the run's counts.
+//   - counters.go: Counters, a live run's running totals.
+//   - status.go: StatusLine, a live run's periodic status line.
+//   - multi.go: Multi, one Writer handing everything to several.
 package report

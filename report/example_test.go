@@ -39,29 +39,17 @@ func ExampleStatusLine() {
 	// 5m0s: packets 48210 (31.5 MB), drops 0, connections 6, produce requests 9120, findings 7 (duplicated 2, deduplicated 5)
 }
 
-func ExampleParseEmitURL() {
-	seeds, topic, err := report.ParseEmitURL("kafka://10.0.0.5:9092,10.0.0.6:9092/kdupcap-findings")
-	fmt.Println(seeds, topic, err)
-	_, _, err = report.ParseEmitURL("kafka://10.0.0.5/kdupcap-findings")
-	fmt.Println(err)
-	// Output:
-	// [10.0.0.5:9092 10.0.0.6:9092] kdupcap-findings <nil>
-	// report: emit URL "kafka://10.0.0.5/kdupcap-findings": broker "10.0.0.5": want HOST:PORT (want kafka://HOST:PORT[,HOST:PORT]/TOPIC)
-}
-
-// A live run writes each finding to the terminal and to the metrics at
-// once, and feeds the metrics the stages' totals now and then.
+// A run writes each finding to the terminal and, as JSON Lines, to a file
+// at once; package metrics's Exporter is one more Writer to hand Multi.
 func ExampleMulti() {
-	m, err := report.NewMetrics(nil, report.MetricsOptions{})
+	f, err := os.Create("findings.jsonl")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	w := report.Multi(report.NewLines(os.Stdout), m)
-	m.Update(report.Counters{Packets: 10, ProduceRequests: 2})
-	m.ObserveProduceLatency("orders", 0.004)
+	defer f.Close()
+	w := report.Multi(report.NewLines(os.Stdout), report.NewJSON(f))
 	if err := w.Summary(report.Summary{}); err != nil {
 		fmt.Println(err)
 	}
-	// http.Handle("/metrics", m.Handler())
 }

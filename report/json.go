@@ -14,23 +14,25 @@ import (
 // ("type":"duplicate"), then one summary object ("type":"summary"). The
 // schema is in the README; it is a public contract.
 func NewJSON(w io.Writer) Writer {
-	return &jsonWriter{w: w, enc: newLineEncoder()}
+	return &jsonWriter{w: w, enc: NewLineEncoder()}
 }
 
 type jsonWriter struct {
 	w   io.Writer
-	enc *lineEncoder
+	enc *LineEncoder
 }
 
-// lineEncoder marshals the JSON Lines objects, for NewJSON and the Kafka
-// sink alike, so that both give the same bytes.
-type lineEncoder struct {
+// LineEncoder marshals the JSON Lines objects of NewJSON one at a time, so
+// that a sink publishing them elsewhere (package emit) gives the same
+// bytes. It is not safe for concurrent use.
+type LineEncoder struct {
 	buf bytes.Buffer
 	enc *json.Encoder
 }
 
-func newLineEncoder() *lineEncoder {
-	e := &lineEncoder{}
+// NewLineEncoder returns an encoder of NewJSON's objects.
+func NewLineEncoder() *LineEncoder {
+	e := &LineEncoder{}
 	e.enc = json.NewEncoder(&e.buf)
 	e.enc.SetEscapeHTML(false)
 	return e
@@ -38,7 +40,7 @@ func newLineEncoder() *lineEncoder {
 
 // line returns v's JSON line, ending in a newline; it is valid until the
 // next call.
-func (e *lineEncoder) line(v any) ([]byte, error) {
+func (e *LineEncoder) line(v any) ([]byte, error) {
 	e.buf.Reset()
 	if err := e.enc.Encode(v); err != nil {
 		return nil, err
@@ -46,11 +48,13 @@ func (e *lineEncoder) line(v any) ([]byte, error) {
 	return e.buf.Bytes(), nil
 }
 
-// finding returns f's line (see line).
-func (e *lineEncoder) finding(f *detect.Finding) ([]byte, error) { return e.line(toJSONFinding(f)) }
+// Finding returns f's line, ending in a newline; it is valid until the
+// next call.
+func (e *LineEncoder) Finding(f *detect.Finding) ([]byte, error) { return e.line(toJSONFinding(f)) }
 
-// summary returns s's line (see line).
-func (e *lineEncoder) summary(s *Summary) ([]byte, error) { return e.line(toJSONSummary(s)) }
+// Summary returns s's line, ending in a newline; it is valid until the next
+// call.
+func (e *LineEncoder) Summary(s *Summary) ([]byte, error) { return e.line(toJSONSummary(s)) }
 
 // jsonFinding is one finding line.
 type jsonFinding struct {
@@ -84,7 +88,7 @@ type jsonFinding struct {
 	BatchRelation  string `json:"batch_relation,omitempty"`
 	RecordsOmitted int    `json:"records_omitted,omitempty"`
 
-	// Evidence, FetchedOffsets, Transaction: see evidence.go.
+	// Evidence (Finding.Proof), FetchedOffsets, Transaction: see proof.go.
 	Evidence       string           `json:"evidence"`
 	FetchedOffsets []int64          `json:"fetched_offsets,omitempty"`
 	Transaction    *jsonTransaction `json:"transaction,omitempty"`
@@ -162,6 +166,9 @@ type jsonConnection struct {
 	DetectedBy      string   `json:"detected_by"`
 	ClientIDs       []string `json:"client_ids"`
 	ProduceRequests int64    `json:"produce_requests"`
+	SASLMechanism   string   `json:"sasl_mechanism,omitempty"`
+	SASLUser        string   `json:"sasl_user,omitempty"`
+	SASLFailed      bool     `json:"sasl_failed,omitempty"`
 }
 
 type jsonByVerdict struct {
@@ -181,7 +188,7 @@ type jsonTopic struct {
 }
 
 func (w *jsonWriter) Finding(f detect.Finding) error {
-	line, err := w.enc.finding(&f)
+	line, err := w.enc.Finding(&f)
 	if err == nil {
 		_, err = w.w.Write(line)
 	}
@@ -192,7 +199,7 @@ func (w *jsonWriter) Finding(f detect.Finding) error {
 }
 
 func (w *jsonWriter) Summary(s Summary) error {
-	line, err := w.enc.summary(&s)
+	line, err := w.enc.Summary(&s)
 	if err == nil {
 		_, err = w.w.Write(line)
 	}
@@ -211,7 +218,7 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 		Client:          f.Client.String(),
 		Broker:          f.Broker.String(),
 		ClientID:        f.ClientID,
-		Topic:           topicName(f),
+		Topic:           TopicName(f),
 		Partition:       f.Partition,
 		ProducerID:      f.ProducerID,
 		ProducerEpoch:   f.ProducerEpoch,
@@ -234,7 +241,7 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 		id := detect.TopicIDString(f.TopicID)
 		j.TopicID = &id
 	}
-	addEvidence(&j, f)
+	addProof(&j, f)
 	for i := range f.Attempts {
 		a := &f.Attempts[i]
 		ja := &j.Attempts[i]
@@ -272,9 +279,9 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 				LatencyMillis: r.LatencyMillis,
 			}
 		} else {
-			ja.NoResponse = a.NoResponse
+			ja.NoResponse = string(a.NoResponse)
 			if ja.NoResponse == "" {
-				ja.NoResponse = "not in capture"
+				ja.NoResponse = string(detect.NoResponseNotCaptured)
 			}
 		}
 	}
@@ -343,6 +350,9 @@ func toJSONSummary(s *Summary) jsonSummary {
 			DetectedBy:      c.DetectedBy,
 			ClientIDs:       append([]string{}, c.ClientIDs...),
 			ProduceRequests: c.ProduceRequests,
+			SASLMechanism:   c.SASLMechanism,
+			SASLUser:        c.SASLUser,
+			SASLFailed:      c.SASLFailed,
 		}
 	}
 	for i, t := range s.ByTopic {

@@ -79,9 +79,9 @@ func (l *linesWriter) Finding(f detect.Finding) error {
 		verdict += " " + strings.ToUpper(string(k)) + " " + plural(int64(f.NumRecords), "record") + " " + string(f.BatchRelation)
 	}
 	fmt.Fprintf(b, "%s %s %s/%d %s -> %s client.id %s pid %d crc %s attempts %s%s offsets %s: %s\n",
-		when, verdict, printable(topicName(&f)), f.Partition,
+		when, verdict, Printable(TopicName(&f)), f.Partition,
 		f.Client, f.Broker, clientIDText(f.ClientID), f.ProducerID, formatCRC(f.BatchCRC),
-		orDash(strings.Join(ids, ",")), across, orDash(strings.Join(offs, ",")), printable(f.Reason))
+		orDash(strings.Join(ids, ",")), across, orDash(strings.Join(offs, ",")), Printable(f.Reason))
 	if _, err := l.w.Write(b.Bytes()); err != nil {
 		return fmt.Errorf("report: writing finding %d: %w", l.n, err)
 	}

@@ -29,6 +29,7 @@ type jsonProducer struct {
 	TransactionalIDs []string         `json:"transactional_ids"`
 	SoftwareName     string           `json:"software_name"`
 	SoftwareVersion  string           `json:"software_version"`
+	SASLUsers        []string         `json:"sasl_users,omitempty"`
 	Acks             []int16          `json:"acks"`
 	TimeoutsMillis   []int32          `json:"timeout_ms"`
 	MaxInFlight      int              `json:"max_in_flight"`
@@ -84,6 +85,7 @@ func toJSONProducer(p *profile.Producer) jsonProducer {
 		TransactionalIDs: nonNil(p.TransactionalIDs),
 		SoftwareName:     p.SoftwareName,
 		SoftwareVersion:  p.SoftwareVersion,
+		SASLUsers:        p.SASLUsers,
 		Acks:             nonNil(p.Acks),
 		TimeoutsMillis:   nonNil(p.TimeoutsMillis),
 		MaxInFlight:      p.MaxInFlight,
@@ -167,10 +169,17 @@ func (t *tableWriter) Producers(ps []profile.Producer) error {
 		b.WriteByte('\n')
 		software := "software unknown (no ApiVersions v3+ captured)"
 		if p.SoftwareName != "" {
-			software = printable(strings.TrimSpace(p.SoftwareName + " " + p.SoftwareVersion))
+			software = Printable(strings.TrimSpace(p.SoftwareName + " " + p.SoftwareVersion))
 		}
 		fmt.Fprintf(b, "P%d %s  client.id %s  %s  producer id %d\n", i+1, p.ClientIP, clientIDText(p.ClientID), software, p.ProducerID)
 		fmt.Fprintf(b, "   settings  %s\n", producerSettings(p))
+		if len(p.SASLUsers) > 0 {
+			users := make([]string, len(p.SASLUsers))
+			for i, u := range p.SASLUsers {
+				users[i] = Printable(u)
+			}
+			fmt.Fprintf(b, "   sasl user %s\n", strings.Join(users, ", "))
+		}
 		fmt.Fprintf(b, "   batches   %d (%d sent in %s), records per batch mean %s max %d\n",
 			p.Batches, p.Sends, plural(p.Requests, "request"), strconv.FormatFloat(p.RecordsMean, 'f', 1, 64), p.RecordsMax)
 		if p.Resends > 0 {
@@ -196,7 +205,7 @@ func (t *tableWriter) Producers(ps []profile.Producer) error {
 		if p.Diagnosis != "" {
 			b.WriteString("   Diagnosis:\n")
 			for _, line := range wrap(p.Diagnosis, 96) {
-				fmt.Fprintf(b, "     %s\n", printable(line))
+				fmt.Fprintf(b, "     %s\n", Printable(line))
 			}
 		}
 	}

@@ -32,7 +32,7 @@ func bytesText(b []byte, full int) string {
 	if full < 0 {
 		return "(null)"
 	}
-	s := printable(string(b))
+	s := Printable(string(b))
 	if full > len(b) {
 		s += fmt.Sprintf("... (%d bytes)", full)
 	}
@@ -108,7 +108,7 @@ func writeRecordCopies(ts *tables, f *detect.Finding) error {
 func headersText(headers []detect.RecordHeader) string {
 	hs := make([]string, len(headers))
 	for i, h := range headers {
-		hs[i] = printable(h.Key) + "=" + bytesText(h.Value, h.ValueLen)
+		hs[i] = Printable(h.Key) + "=" + bytesText(h.Value, h.ValueLen)
 	}
 	if len(hs) == 0 {
 		return "-"

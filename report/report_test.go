@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/report/internal/fixture"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -25,72 +26,10 @@ func at(msec float64) time.Time { return t0.Add(time.Duration(msec * float64(tim
 
 func str(s string) *string { return &s }
 
-// findings are synthetic: the two seed cases, a batch sent three times, and
-// a Produce v13 one named by topic ID over IPv6 with a null client.id.
-func findings() []detect.Finding {
-	return []detect.Finding{
-		{
-			ConnID: 1, Client: netip.MustParseAddrPort("172.18.0.1:40312"), Broker: netip.MustParseAddrPort("172.18.0.3:19092"),
-			ClientID: str("rdkafka"), Topic: "test", Partition: 0,
-			ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: 10, BatchCRC: 0x0a1b2c3d, Magic: 2,
-			Match: detect.MatchBytes, Verdict: detect.Unconfirmed, AppendedOffsets: []int64{112},
-			Reason: "attempt 28 has no response in the capture; producer not idempotent: the log may hold the batch twice",
-			Attempts: []detect.Attempt{
-				{CorrelationID: 27, Time: at(0), Version: 7, Acks: -1, TimeoutMillis: 5000,
-					Response: &detect.Response{Time: at(5001.25), ErrorCode: 7, Error: "REQUEST_TIMED_OUT", BaseOffset: 112, LogAppendTime: -1, LatencyMillis: 5001.25}},
-				{CorrelationID: 28, Time: at(5002.5), Version: 7, Acks: -1, TimeoutMillis: 5000, NoResponse: "end of capture",
-					Cause: detect.CauseBrokerError, CauseError: "REQUEST_TIMED_OUT", GapMillis: 5002.5},
-			},
-		},
-		{
-			ConnID: 2, Client: netip.MustParseAddrPort("172.18.0.1:40400"), Broker: netip.MustParseAddrPort("172.18.0.4:29092"),
-			ClientID: str("rdkafka"), Topic: "test", Partition: 1,
-			ProducerID: 0, ProducerEpoch: 0, FirstSequence: 1, NumRecords: 1, BatchCRC: 0xdeadbeef, Magic: 2, Idempotent: true,
-			Match: detect.MatchBytes, Verdict: detect.Deduplicated, AppendedOffsets: []int64{204},
-			Reason: "attempt 7 was answered with no error at offset 204, where attempt 6 was appended: the broker deduplicated the resend of the same sequence",
-			Attempts: []detect.Attempt{
-				{CorrelationID: 6, Time: at(60000), Version: 9, Acks: -1, TimeoutMillis: 30000,
-					Response: &detect.Response{Time: at(90000), ErrorCode: 7, Error: "REQUEST_TIMED_OUT", BaseOffset: 204, LogAppendTime: -1, LatencyMillis: 30000}},
-				{CorrelationID: 7, Time: at(90000.001), Version: 9, Acks: -1, TimeoutMillis: 30000,
-					Cause: detect.CauseBrokerError, CauseError: "REQUEST_TIMED_OUT", GapMillis: 30000.001,
-					Response: &detect.Response{Time: at(90002), ErrorCode: 0, Error: "NONE", BaseOffset: 204, LogAppendTime: -1, LatencyMillis: 1.999}},
-			},
-		},
-		{
-			ConnID: 3, Client: netip.MustParseAddrPort("10.0.0.1:50000"), Broker: netip.MustParseAddrPort("10.0.0.2:9092"),
-			ClientID: str("console-producer"), Topic: "orders", Partition: 3,
-			ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: 50, BatchCRC: 0x00000001, Magic: 2,
-			Match: detect.MatchBytes, Verdict: detect.Duplicated, AppendedOffsets: []int64{50, 51},
-			Reason: "attempts 2 and 3 were appended at offsets 50 and 51: the log holds the batch at least twice (attempt 1 has no response in the capture)",
-			Attempts: []detect.Attempt{
-				{CorrelationID: 1, Time: at(120000), Version: 7, Acks: 1, TimeoutMillis: 1000, NoResponse: "later response seen"},
-				{CorrelationID: 2, Time: at(121000), Version: 7, Acks: 1, TimeoutMillis: 1000,
-					Cause: detect.CauseClientTimeout, GapMillis: 1000,
-					Response: &detect.Response{Time: at(121500), ErrorCode: 7, Error: "REQUEST_TIMED_OUT", BaseOffset: 50, LogAppendTime: -1, LatencyMillis: 500}},
-				{CorrelationID: 3, Time: at(122000), Version: 7, Acks: 1, TimeoutMillis: 1000,
-					Cause: detect.CauseBrokerError, CauseError: "REQUEST_TIMED_OUT", GapMillis: 1000,
-					Response: &detect.Response{Time: at(122010), ErrorCode: 0, Error: "NONE", BaseOffset: 51, LogAppendTime: 1772366522010, LatencyMillis: 10}},
-			},
-		},
-		{
-			ConnID: 4, Client: netip.MustParseAddrPort("[::1]:51000"), Broker: netip.MustParseAddrPort("[::1]:9092"),
-			TopicID: [16]byte{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, Partition: 0,
-			ProducerID: 7, ProducerEpoch: 2, FirstSequence: 40, NumRecords: 5, BatchCRC: 0xffffffff, Magic: 2, Idempotent: true,
-			Match: detect.MatchSequence, Verdict: detect.Single, AppendedOffsets: []int64{9},
-			Reason: "only attempt 11 was appended (offset 9); attempt 10 was rejected with NOT_LEADER_OR_FOLLOWER: the log holds the batch once",
-			Attempts: []detect.Attempt{
-				{CorrelationID: 10, Time: at(180000), Version: 13, Acks: -1, TimeoutMillis: 30000,
-					Response: &detect.Response{Time: at(180001), ErrorCode: 6, Error: "NOT_LEADER_OR_FOLLOWER", BaseOffset: -1, LogAppendTime: -1, LatencyMillis: 1}},
-				{CorrelationID: 11, Time: at(180100), Version: 13, Acks: -1, TimeoutMillis: 30000,
-					Cause: detect.CauseBrokerError, CauseError: "NOT_LEADER_OR_FOLLOWER", GapMillis: 100,
-					Response: &detect.Response{Time: at(180102), ErrorCode: 0, Error: "NONE", BaseOffset: 9, LogAppendTime: -1, LatencyMillis: 2}},
-				{CorrelationID: 12, Time: at(180200), Version: 13, Acks: -1, TimeoutMillis: 30000,
-					Cause: detect.CauseNotARetry, GapMillis: 100,
-					Response: &detect.Response{Time: at(180202), ErrorCode: 0, Error: "NONE", BaseOffset: 9, LogAppendTime: -1, LatencyMillis: 2}},
-			},
-		},
-	}
-}
+// findings are fixture.Findings: the two seed cases, a batch sent three
+// times, and a Produce v13 one named by topic ID over IPv6 with a null
+// client.id.
+func findings() []detect.Finding { return fixture.Findings() }
 
 func summary() Summary {
 	return Summary{
@@ -176,7 +115,9 @@ func TestGolden(t *testing.T) {
 }
 
 // TestJSONRoundTrip checks that every line is one JSON object that decodes,
-// with no unknown field, back to the value written.
+// with no unknown field, back to the value written, and that it says what
+// the finding or summary written holds (wantJSONFinding, wantJSONSummary:
+// the schema applied by hand to their fields).
 func TestJSONRoundTrip(t *testing.T) {
 	fs, s := findings(), summary()
 	var buf bytes.Buffer
@@ -211,6 +152,21 @@ func TestJSONRoundTrip(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("line %d decodes to\n%+v\nwant\n%+v", i+1, got, want)
+		}
+		var obj map[string]any
+		dec = json.NewDecoder(strings.NewReader(line))
+		dec.UseNumber()
+		if err := dec.Decode(&obj); err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		var wantObj map[string]any
+		if i < len(fs) {
+			wantObj = wantJSONFinding(fs[i])
+		} else {
+			wantObj = wantJSONSummary(s)
+		}
+		if !reflect.DeepEqual(obj, wantObj) {
+			t.Errorf("line %d says\n%v\nthe value written holds\n%v", i+1, obj, wantObj)
 		}
 	}
 }

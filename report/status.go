@@ -72,7 +72,7 @@ func StatusLine(s Counters, findings map[detect.Verdict]int64, elapsed time.Dura
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(printable(string(v)))
+			b.WriteString(Printable(string(v)))
 			b.WriteByte(' ')
 			b.WriteString(itoa(findings[v]))
 		}

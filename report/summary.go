@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Summary holds the counts of one run, filled by the CLI from every stage.
+// Summary holds the counts of one run, filled by pipeline from every stage.
 // It is plain data so that report needs no stage but detect.
 type Summary struct {
 	Files []string
@@ -64,6 +64,13 @@ type Connection struct {
 	DetectedBy      string // "port" or "sniff"
 	ClientIDs       []string
 	ProduceRequests int64
+	// SASLMechanism, SASLUser and SASLFailed say what the connection's
+	// latest SASL authentication showed: the mechanism, empty when none
+	// was captured; the user it authenticated, empty when the mechanism
+	// does not show it (GSSAPI) or it failed, which SASLFailed says.
+	SASLMechanism string
+	SASLUser      string
+	SASLFailed    bool
 }
 
 // TopicCount counts produce traffic and findings per topic.

@@ -48,7 +48,7 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 		kind = " " + strings.ToUpper(string(k))
 	}
 	fmt.Fprintf(b, "#%d %s%s  %s/%d  %s -> %s  client.id %s  %s\n",
-		t.n, strings.ToUpper(string(f.Verdict)), kind, printable(topicName(&f)), f.Partition,
+		t.n, strings.ToUpper(string(f.Verdict)), kind, Printable(TopicName(&f)), f.Partition,
 		f.Client, f.Broker, clientIDText(f.ClientID), where)
 	idem := "not idempotent"
 	if f.Idempotent {
@@ -67,7 +67,7 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 			plural(int64(f.NumRecords), "record"), how, idem, f.Magic, offsetsText(f.AppendedOffsets))
 	}
 	fmt.Fprintf(b, "   %s\n", f.Reason)
-	if ev := evidenceText(&f); ev != "" {
+	if ev := proofText(&f); ev != "" {
 		fmt.Fprintf(b, "   %s\n", ev)
 	}
 
@@ -95,9 +95,9 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 		} else {
 			why := a.NoResponse
 			if why == "" {
-				why = "not in capture"
+				why = detect.NoResponseNotCaptured
 			}
-			row[3] = "no response (" + why + ")"
+			row[3] = "no response (" + string(why) + ")"
 		}
 		if batches {
 			bt := "-"
@@ -138,12 +138,20 @@ func (t *tableWriter) Summary(s Summary) error {
 
 	if len(s.KafkaConnections) > 0 {
 		b.WriteString("\nKafka connections\n")
-		tbl := t.tables.get(right, left, left, left, left, right)
-		tbl.Header("ID", "CLIENT", "BROKER", "DETECTED BY", "CLIENT IDS", "PRODUCE REQUESTS")
+		// The SASL column only when a connection authenticated, so that
+		// the table of a capture without SASL stays as it was.
+		sasl := slices.ContainsFunc(s.KafkaConnections, func(c Connection) bool { return c.SASLMechanism != "" || c.SASLUser != "" || c.SASLFailed })
+		align := []tw.Align{right, left, left, left, left, right}
+		header := []any{"ID", "CLIENT", "BROKER", "DETECTED BY", "CLIENT IDS", "PRODUCE REQUESTS"}
+		if sasl {
+			align, header = append(align, left), append(header, "SASL USER")
+		}
+		tbl := t.tables.get(align...)
+		tbl.Header(header...)
 		for _, c := range s.KafkaConnections {
 			quoted := make([]string, len(c.ClientIDs))
 			for i, id := range c.ClientIDs {
-				quoted[i] = printable(id)
+				quoted[i] = Printable(id)
 			}
 			ids := strings.Join(quoted, ", ")
 			if ids == "" {
@@ -151,6 +159,9 @@ func (t *tableWriter) Summary(s Summary) error {
 			}
 			row := []string{strconv.FormatUint(c.ID, 10), c.Client.String(), c.Broker.String(),
 				c.DetectedBy, ids, itoa(c.ProduceRequests)}
+			if sasl {
+				row = append(row, saslText(c))
+			}
 			if err := tbl.Append(row); err != nil {
 				return fmt.Errorf("report: summary: %w", err)
 			}
@@ -165,7 +176,7 @@ func (t *tableWriter) Summary(s Summary) error {
 		tbl := t.tables.get(left, right, right, right, right)
 		tbl.Header("TOPIC", "BATCHES", "RECORDS", "FINDINGS", "DUPLICATED")
 		for _, tc := range s.ByTopic {
-			row := []string{printable(tc.Topic), itoa(tc.Batches), itoa(tc.Records), itoa(tc.Findings), itoa(tc.Duplicated)}
+			row := []string{Printable(tc.Topic), itoa(tc.Batches), itoa(tc.Records), itoa(tc.Findings), itoa(tc.Duplicated)}
 			if err := tbl.Append(row); err != nil {
 				return fmt.Errorf("report: summary: %w", err)
 			}
@@ -196,7 +207,7 @@ func summaryCounts(ts *tables, s *Summary, n int) error {
 	}
 	names := make([]string, len(s.Files))
 	for i, f := range s.Files {
-		names[i] = printable(f)
+		names[i] = Printable(f)
 	}
 	files := strings.Join(names, ", ")
 	if files == "" {
@@ -250,7 +261,7 @@ func summaryErrors(b *bytes.Buffer, s *Summary) {
 	if len(s.Errors) > 0 {
 		b.WriteString("\nErrors\n")
 		for _, e := range s.Errors {
-			fmt.Fprintf(b, "  %s\n", printable(e))
+			fmt.Fprintf(b, "  %s\n", Printable(e))
 		}
 	}
 }
@@ -270,11 +281,12 @@ func (t *tableWriter) flush(what string) error {
 	return nil
 }
 
-// printable is s when it is valid UTF-8 of printable characters, else s
+// Printable is s when it is valid UTF-8 of printable characters, else s
 // quoted with Go escapes (the empty string too, so that it shows): names
 // come off the wire, and a control character would reach the terminal or
-// break a table's alignment.
-func printable(s string) string {
+// break a table's alignment. The text writers and the metric labels of
+// package metrics print names through it.
+func Printable(s string) string {
 	if s == "" {
 		return `""`
 	}

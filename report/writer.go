@@ -16,7 +16,7 @@ type Writer interface {
 }
 
 // Verdicts in the order they are printed.
-var verdicts = [...]detect.Verdict{detect.Duplicated, detect.Deduplicated, detect.Single, detect.Unconfirmed, detect.Rejected}
+var verdicts = detect.Verdicts()
 
 // timeLayout is RFC 3339 with exactly nine fraction digits.
 const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
@@ -33,9 +33,9 @@ func formatCRC(crc uint32) string {
 	return string(b[:])
 }
 
-// topicName is the topic's name, or its ID in UUID form when no name is
-// known.
-func topicName(f *detect.Finding) string {
+// TopicName is the topic of f as every output names it: its name, or its
+// ID in UUID form when no name is known.
+func TopicName(f *detect.Finding) string {
 	if f.Topic == "" && f.TopicID != ([16]byte{}) {
 		return detect.TopicIDString(f.TopicID)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/kdupcap/kdupcap/capture"
+	"github.com/kdupcap/kdupcap/internal/testenv"
 )
 
 // helperEnv makes the test binary, run again as a child, do one of the
@@ -119,11 +120,11 @@ func loopbackName(t testing.TB) string {
 	return ""
 }
 
+// requireRoot skips t unless it runs as root, or fails it under CI
+// (testenv.Root): live capture needs root.
 func requireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skipf("live capture needs root (CI runs as root); running as user %d", os.Geteuid())
-	}
+	testenv.Root(t)
 }
 
 // recorder is a capture.Stream that keeps what it is given.
@@ -440,10 +441,9 @@ func TestUnprivileged(t *testing.T) {
 		checkPermissionError(t)
 		return
 	}
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Skip("setpriv not installed: the stubbed socket of TestOpenStub covers the error")
-	}
+	// Without setpriv the stubbed socket of TestOpenStub covers the error,
+	// but not under CI.
+	setpriv := testenv.Tool(t, "setpriv")
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

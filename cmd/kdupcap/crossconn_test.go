@@ -12,6 +12,7 @@ import (
 
 	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/internal/kafkatest"
+	"github.com/kdupcap/kdupcap/internal/testenv"
 )
 
 // TestCrossConnection captures kgo re-sending a batch on a new connection:
@@ -24,9 +25,7 @@ import (
 // deduplicated or rejected); an idempotent producer's log holds every record
 // once and no finding says duplicated.
 func TestCrossConnection(t *testing.T) {
-	if err := kafkatest.CanCapture(); err != nil {
-		t.Skipf("real-traffic test skipped: it captures loopback with tcpdump, as root: %v", err)
-	}
+	testenv.Capture(t)
 	kgo := func(idempotent bool) kafkatest.Producer {
 		return kafkatest.Producer{
 			Idempotent:      idempotent,

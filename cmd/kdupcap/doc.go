@@ -1,20 +1,59 @@
-// Command kdupcap finds Kafka producer retries that wrote data twice, straight
-// from packet captures.
+// Command kdupcap finds Kafka producer retries that wrote data twice,
+// straight from packet captures.
 //
 //	kdupcap analyze dump.pcap [more.pcapng ...]
+//	kdupcap live -i eth0 [--metrics :9100] [--emit kafka://host:9092/topic]
 //
 // # Where it sits
 //
-// cmd/kdupcap is wiring only: it parses flags, opens inputs with capture,
-// hands capture's reassembled streams to decode, decode's produce exchanges to
-// detect, and detect's findings to report. It holds no protocol logic of its
-// own; every rule lives in the stage that owns it.
+//	capture -> decode -> detect -> profile -> report -> pipeline -> cmd/kdupcap
+//
+// cmd/kdupcap is the end of the flow and wiring only: it parses the flags
+// into pipeline.Options or pipeline.LiveOptions, opens the live source
+// (capture/live) and drops privileges (--user), runs pipeline, and hands what
+// the run gives (findings, producer profiles, the summary) to report's
+// writers and to the network sinks of report/metrics and report/emit. It
+// holds no protocol logic and no rule of its own; defaults belong to the
+// stages and pipeline. No package of the module imports it, and it must never
+// import internal/kafkatest or internal/gencap outside its tests: they are
+// test and bench tools, not part of the binary.
+//
+// # What it takes and gives
+//
+// It takes command-line arguments, standard input (analyze's "-") and the
+// process's signals: SIGINT or SIGTERM ends a live run, which then flushes
+// what is pending and prints the producer profiles and the summary. It gives
+// text, lines or JSON on standard output, warnings and the progress bar on
+// standard error, the pcap of --write-dups and the evidence files of live,
+// the /metrics endpoint and emitted records. run takes the arguments and
+// streams, with a local FlagSet for each subcommand, so tests call it
+// directly; main only hands it the process's own.
+//
+// # Who owns the bytes
+//
+// cmd owns only its flags and the sinks it opens: pipeline opens the inputs,
+// each stage owns the bytes it reads, and the findings and profiles pipeline
+// hands over go to the writers unchanged.
 //
 // # Errors and exit codes
 //
-// 0: the analysis ran (findings or not). 2: bad usage, or an input that could
-// not be read wholly; the message names the file and the byte position, and
-// everything read before the fault is still reported. 3: --fail-on-duplicate
-// and a finding is duplicated or unconfirmed. 1: the output could not be
-// written.
+// 0: the run ended (findings or not). 2: bad usage, an interface that cannot
+// be opened, or an input that could not be read wholly; the message names the
+// file and the byte position, and everything read before the fault is still
+// reported. 3: analyze --fail-on-duplicate and a finding is duplicated or
+// unconfirmed. 1: the output, a sink included, could not be written. The
+// process's memory limit is 224 MiB and GOGC 50 unless GOMEMLIMIT or GOGC say
+// otherwise, which the default bounds of the stages stay well below.
+//
+// # Files
+//
+//   - main.go: main, handing the process's arguments and streams to run.
+//   - run.go: run, the subcommands, the usage text and the exit codes.
+//   - flags.go: the flags analyze and live share; the memory limit and GOGC.
+//   - analyze.go: kdupcap analyze: its flags, the run, --write-dups.
+//   - clockskew.go: the repeated --clock-skew FILE=DURATION flag.
+//   - progress.go: analyze's progress bar on a terminal.
+//   - live.go: kdupcap live: its flags, signals, sinks, status lines and
+//     metrics.
+//   - producers.go: writing the producer profiles when the writer takes them.
 package main

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kdupcap/kdupcap/internal/kafkatest"
+	"github.com/kdupcap/kdupcap/internal/testenv"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -70,9 +71,7 @@ func logOffsets(res *kafkatest.Result, p int32, crc string) []int64 {
 // show nothing and the fetched data alone says duplicated; an idempotent
 // re-send deduplicated is confirmed single by the fetches.
 func TestFetchEvidence(t *testing.T) {
-	if err := kafkatest.CanCapture(); err != nil {
-		t.Skipf("real-traffic test skipped: %v", err)
-	}
+	testenv.Capture(t)
 	tests := []struct {
 		name       string
 		action     kafkatest.Action
@@ -150,9 +149,7 @@ func TestFetchEvidence(t *testing.T) {
 // the transactional.id and the outcome of the transaction the client put its
 // record in, which the read_committed and read_uncommitted consumers confirm.
 func TestTransactions(t *testing.T) {
-	if err := kafkatest.CanCapture(); err != nil {
-		t.Skipf("real-traffic test skipped: %v", err)
-	}
+	testenv.Capture(t)
 	const txnID = "kdupcap-txn"
 	committedVals := []string{"txn-c-0", "txn-c-1", "txn-c-2"}
 	abortedVals := []string{"txn-a-0", "txn-a-1", "txn-a-2"}

@@ -22,6 +22,8 @@ import (
 	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/pipeline"
 	"github.com/kdupcap/kdupcap/report"
+	"github.com/kdupcap/kdupcap/report/emit"
+	"github.com/kdupcap/kdupcap/report/metrics"
 )
 
 // Defaults of the live flags.
@@ -113,7 +115,7 @@ func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*li
 	}
 	o.Name = "live:" + cfg.iface
 	if cfg.emit != "" {
-		if _, _, err := report.ParseEmitURL(cfg.emit); err != nil {
+		if _, _, err := emit.ParseURL(cfg.emit); err != nil {
 			return nil, err
 		}
 	}
@@ -165,8 +167,8 @@ type liveRun struct {
 	stderr  io.Writer
 	run     *pipeline.Live
 	out     report.Writer
-	metrics *report.Metrics
-	emitter *report.Kafka
+	metrics *metrics.Exporter
+	emitter *emit.Kafka
 	server  *http.Server // of the metrics, closed by closeSinks
 
 	writeErr    error
@@ -261,7 +263,7 @@ func (r *liveRun) openSinks() int {
 	}
 	if cfg.metricsAddr != "" {
 		reg := prometheus.NewRegistry()
-		m, err := report.NewMetrics(reg, report.MetricsOptions{})
+		m, err := metrics.New(reg, metrics.Options{})
 		if err != nil {
 			fmt.Fprintf(r.stderr, "kdupcap: metrics: %v\n", err)
 			return exitFailure
@@ -281,8 +283,8 @@ func (r *liveRun) openSinks() int {
 		fmt.Fprintf(r.stderr, "kdupcap: metrics on http://%s/metrics\n", ln.Addr())
 	}
 	if cfg.emit != "" {
-		seeds, topic, _ := report.ParseEmitURL(cfg.emit)
-		k, err := report.NewKafka(seeds, topic)
+		seeds, topic, _ := emit.ParseURL(cfg.emit)
+		k, err := emit.NewKafka(seeds, topic)
 		if err != nil {
 			fmt.Fprintf(r.stderr, "kdupcap: --emit %s: %v\n", cfg.emit, err)
 			return exitUsage

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/kdupcap/kdupcap/internal/kafkatest"
+	"github.com/kdupcap/kdupcap/internal/testenv"
 )
 
 // TestLiveProducers sniffs the loopback with two live runs (json and lines)
@@ -23,9 +24,7 @@ import (
 // before its summary, with the settings, counts and re-sends that analyze
 // reports from the tcpdump capture, and re-sends that match the broker log.
 func TestLiveProducers(t *testing.T) {
-	if err := kafkatest.CanCapture(); err != nil {
-		t.Skipf("real-traffic test skipped: it sniffs and captures loopback, as root: %v", err)
-	}
+	testenv.Capture(t)
 	const topic, clientID = "live-producers", "kgo-live-producers"
 	broker, err := kafkatest.NewCluster([]kafkatest.Fault{{Action: kafkatest.TimedOutAfterAppend, Every: 3, Max: 2}},
 		kfake.SeedTopics(2, topic))

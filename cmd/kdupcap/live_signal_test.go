@@ -6,22 +6,26 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kdupcap/kdupcap/internal/testenv"
 )
 
 // TestLiveStops runs `kdupcap live` in a child process (this test binary,
 // re-executed) and stops it the ways operators and scripts do: SIGINT,
 // SIGTERM, --duration. Each time it must flush, print the summary and exit 0.
+// While it runs, its IDs (read from /proc) are root's, or nobody's with
+// --user nobody.
 func TestLiveStops(t *testing.T) {
 	if args := os.Getenv("KDUPCAP_LIVE_ARGS"); args != "" {
 		os.Exit(run(strings.Fields(args), nil, os.Stdout, os.Stderr))
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("live capture needs root (CI runs as root)")
-	}
+	testenv.Root(t)
 	port := freePort(t)
 	tests := []struct {
 		name   string
@@ -49,6 +53,26 @@ func TestLiveStops(t *testing.T) {
 				cmd.Process.Kill()
 				cmd.Wait()
 				t.Fatalf("live did not start: %s", stderr.String())
+			}
+			// The sinks open after the drop: the running child's real,
+			// effective, saved and file-system IDs are the user's now,
+			// and root's without --user.
+			wantUID, wantGID := "0", "0"
+			if strings.Contains(tc.args, "--user nobody") {
+				u, err := user.Lookup("nobody")
+				if err != nil {
+					cmd.Process.Kill()
+					cmd.Wait()
+					t.Fatal(err)
+				}
+				wantUID, wantGID = u.Uid, u.Gid
+			}
+			if uids, gids, err := procIDs(cmd.Process.Pid); err != nil {
+				t.Errorf("reading the child's IDs: %v", err)
+			} else if want := slices.Repeat([]string{wantUID}, 4); !slices.Equal(uids, want) {
+				t.Errorf("child runs with uids %v, want %v", uids, want)
+			} else if want := slices.Repeat([]string{wantGID}, 4); !slices.Equal(gids, want) {
+				t.Errorf("child runs with gids %v, want %v", gids, want)
 			}
 			if tc.signal != nil {
 				if err := cmd.Process.Signal(tc.signal); err != nil {
@@ -79,6 +103,27 @@ func TestLiveStops(t *testing.T) {
 			}
 		})
 	}
+}
+
+// procIDs reads the real, effective, saved and file-system user and group
+// IDs of process pid from /proc/PID/status.
+func procIDs(pid int) (uids, gids []string, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+			uids = strings.Fields(v)
+		}
+		if v, ok := strings.CutPrefix(line, "Gid:"); ok {
+			gids = strings.Fields(v)
+		}
+	}
+	if len(uids) != 4 || len(gids) != 4 {
+		return nil, nil, fmt.Errorf("/proc/%d/status: Uid %v, Gid %v", pid, uids, gids)
+	}
+	return uids, gids, nil
 }
 
 // TestSecondSignalKills: while a stopping run flushes (an emitter that

@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kdupcap/kdupcap/internal/testenv"
 )
 
 // TestLiveEndsSinks: a run stopped by --duration (not by a signal) closes
@@ -15,9 +16,7 @@ import (
 // not deliver its records (an emit cluster that is not there) exits 1 with
 // one line saying so, as for any output that failed.
 func TestLiveEndsSinks(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("live capture needs root (CI runs as root)")
-	}
+	testenv.Root(t)
 	port := freePort(t)
 	metricsPort := freePort(t)
 	deadEmit := freePort(t) // nothing listens there

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kdupcap/kdupcap/internal/kafkatest"
+	"github.com/kdupcap/kdupcap/internal/testenv"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the live run writing while the
@@ -68,9 +69,7 @@ func waitFor(timeout time.Duration, cond func() bool) bool {
 // and the emitted records must say the same; every evidence pcap must give
 // the same finding to analyze.
 func TestLive(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("live capture needs root (CI runs as root)")
-	}
+	testenv.Root(t)
 	const topic, emitTopic = "live-1", "kdupcap-findings"
 	broker, err := kafkatest.NewCluster([]kafkatest.Fault{{Action: kafkatest.TimedOutAfterAppend, Every: 3, Max: 2}},
 		kfake.SeedTopics(2, topic))
@@ -104,12 +103,19 @@ func TestLive(t *testing.T) {
 	}
 
 	// A second instance stops by itself after its first finding (--count).
+	// Its metrics line says its ring is open (the sinks open after the
+	// socket): nothing is produced before, or it could miss the first
+	// fault.
 	var countOut, countErr lockedBuffer
 	countDone := make(chan int, 1)
 	go func() {
 		countDone <- runLive(ctx, []string{"-i", "lo", "--port", strconv.Itoa(broker.Port()), "--format", "json",
-			"--count", "1", "--duration", "60s"}, &countOut, &countErr)
+			"--metrics", "127.0.0.1:0", "--count", "1", "--duration", "60s"}, &countOut, &countErr)
 	}()
+	if !waitFor(10*time.Second, func() bool { return strings.Contains(countErr.String(), "metrics on") }) {
+		cancel()
+		t.Fatalf("the --count instance did not start: %s", countErr.String())
+	}
 
 	pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
 	defer pcancel()
@@ -278,13 +284,8 @@ func TestLiveUnprivileged(t *testing.T) {
 		fmt.Printf("exit=%d\n%s", code, stderr.String())
 		return
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("runs as root and drops to nobody")
-	}
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Skip("setpriv not installed")
-	}
+	testenv.Root(t) // it runs as root and drops to nobody
+	setpriv := testenv.Tool(t, "setpriv")
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kdupcap/kdupcap/internal/kafkatest"
+	"github.com/kdupcap/kdupcap/internal/testenv"
 )
 
 // TestRealTraffic captures real producers (franz-go kgo, and librdkafka through
@@ -23,9 +23,7 @@ import (
 // run. Nothing expected is hard-coded: timing decides batching and retries, so
 // every run derives its expectations from its own log.
 func TestRealTraffic(t *testing.T) {
-	if err := kafkatest.CanCapture(); err != nil {
-		t.Skipf("real-traffic test skipped: it captures loopback with tcpdump, as root: %v", err)
-	}
+	testenv.Capture(t)
 	// Every third produce request on a connection is answered
 	// REQUEST_TIMED_OUT after its 300ms timeout, twice per run: the retry
 	// (the next request) is answered normally.
@@ -232,15 +230,14 @@ func describeLog(l *kafkatest.Log) string {
 	return b.String()
 }
 
-// needTool skips the test when the command name (if any) is not installed.
+// needTool skips the test when the command name (if any) is not installed,
+// or fails it under CI (testenv.Tool).
 func needTool(t *testing.T, name string) {
 	t.Helper()
 	if name == "" {
 		return
 	}
-	if _, err := exec.LookPath(name); err != nil {
-		t.Skipf("%s not installed: %v", name, err)
-	}
+	testenv.Tool(t, name)
 }
 
 // runCaptured runs s against kfake with its traffic captured by tcpdump,

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/kdupcap/kdupcap/internal/kafkatest"
 )
 
 // TestRecordedCaptures checks the real-traffic captures committed under
@@ -54,6 +58,126 @@ func TestRecordedCaptures(t *testing.T) {
 						f.Topic, f.Partition, f.BatchCRC, f.Verdict, f.AppendedOffsets,
 						tc.topic, want.crc, tc.verdict, want.offsets)
 				}
+			}
+		})
+	}
+}
+
+// loggedBatch is one batch of a recorded log: its base offset and CRC, and
+// the indexes i of its records, keyed "key-<i>" with value "<prefix><i>".
+type loggedBatch struct {
+	base    int64
+	crc     uint32
+	records []int
+}
+
+// recordedLog builds the log of one partition from its batches as
+// testdata/README.md records them.
+func recordedLog(topic, prefix string, batches []loggedBatch) *kafkatest.Log {
+	pl := kafkatest.PartitionLog{Partition: 0}
+	for _, b := range batches {
+		pl.Batches = append(pl.Batches, kafkatest.Batch{BaseOffset: b.base, NumRecords: int32(len(b.records)),
+			ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, CRC: b.crc})
+		for j, i := range b.records {
+			pl.Records = append(pl.Records, kafkatest.Record{Offset: b.base + int64(j), BatchBaseOffset: b.base,
+				Key: fmt.Sprintf("key-%d", i), Value: fmt.Sprintf("%s%d", prefix, i)})
+		}
+		pl.HighWatermark = b.base + int64(len(b.records))
+	}
+	return &kafkatest.Log{Topic: topic, Partitions: []kafkatest.PartitionLog{pl}}
+}
+
+// span is the indexes from to to, inclusive.
+func span(from, to int) []int {
+	var out []int
+	for i := from; i <= to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// TestRecordedRecordLevel checks the two committed captures of clients that
+// re-send records in other bytes (sarama re-batched, kafka-go rebuilt)
+// against their logs as testdata/README.md records them, with the checks
+// TestRecordLevel makes of a live run (checkRecordFindings): each record
+// the log holds twice is found at the log's offsets, with the relation the
+// log's batches show, its first copy from the faulted request; nothing else
+// is said duplicated. The logs were read back when the captures were made;
+// the CRCs and base offsets agree with the capture's bytes read by hand
+// (tshark for kafka-go's Produce v8; sarama's v9, which tshark 4.0 does not
+// decode, field by field).
+func TestRecordedRecordLevel(t *testing.T) {
+	tests := []struct {
+		file string
+		port int
+		// faulted is the correlation ID the broker answered
+		// REQUEST_TIMED_OUT after the append.
+		faulted  int32
+		log      *kafkatest.Log
+		relation string
+		// twice are the log offsets of each record held twice.
+		twice [][]int64
+	}{
+		{
+			file: "sarama-nonidempotent-rebatched.pcap", port: 42331, faulted: 1,
+			log: recordedLog("rl-sarama-none", "rec-sarama-none-", []loggedBatch{
+				{0, 0x2abcbc96, []int{0}},
+				{1, 0xc1939ea8, span(0, 3)},
+				{5, 0x77ee6241, span(4, 7)},
+				{9, 0xe2b72c35, span(8, 11)},
+				{13, 0x028ec1dd, span(12, 15)},
+				{17, 0xe2f77c64, span(16, 19)},
+				{21, 0x4fb9e5e1, span(20, 23)},
+			}),
+			relation: "rebatched",
+			twice:    [][]int64{{0, 1}},
+		},
+		{
+			file: "kafkago-gzip-nonidempotent-rebuilt.pcap", port: 43449, faulted: 3,
+			log: recordedLog("rl-kafkago-gzip", "rec-kafkago-gzip-", []loggedBatch{
+				{0, 0xca1ed1a4, span(0, 2)},
+				{3, 0x805c0c4c, span(3, 5)},
+				{6, 0x5f783d62, span(3, 5)},
+				{9, 0xf8977654, span(6, 8)},
+				{12, 0x37c60ea8, span(9, 11)},
+			}),
+			relation: "rebuilt",
+			twice:    [][]int64{{3, 6}, {4, 7}, {5, 8}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			res := &kafkatest.Result{Log: tc.log, Port: tc.port,
+				Events: []kafkatest.Event{{Action: kafkatest.TimedOutAfterAppend, CorrelationID: tc.faulted, Answered: time.Unix(1, 0)}}}
+			// The recorded log is what the test relies on: it holds
+			// exactly these records twice.
+			var held [][]int64
+			for _, c := range tc.log.Duplicates() {
+				held = append(held, offsetsOf(c.Records))
+			}
+			if !slices.EqualFunc(held, tc.twice, slices.Equal[[]int64]) {
+				t.Fatalf("the recorded log holds records twice at %v, want %v", held, tc.twice)
+			}
+			a := analyzeRecordLevel(t, seedPath(tc.file), false)
+			checkRecordFindings(t, res, a, false, false)
+			// The client re-sent other bytes: no batch finding; one
+			// re-send, so one record-level finding, listing exactly the
+			// records held twice.
+			if len(a.Findings) != 0 {
+				t.Errorf("%d batch findings, the client re-sent no batch's bytes: %+v", len(a.Findings), a.Findings)
+			}
+			if len(a.RecordFindings) != 1 {
+				t.Fatalf("%d record-level findings, the log shows one re-send", len(a.RecordFindings))
+			}
+			f := a.RecordFindings[0]
+			var got [][]int64
+			for _, r := range f.Records {
+				got = append(got, r.offsets())
+			}
+			if f.Type != "record_resend" || f.Verdict != "duplicated" || f.BatchRelation != tc.relation ||
+				!slices.EqualFunc(got, tc.twice, slices.Equal[[]int64]) {
+				t.Errorf("finding %s %s %s with records at %v, want record_resend duplicated %s at %v",
+					f.Type, f.Verdict, f.BatchRelation, got, tc.relation, tc.twice)
 			}
 		})
 	}

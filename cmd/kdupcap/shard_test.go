@@ -158,3 +158,33 @@ func TestWorkersFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteDupsWorkers: --write-dups writes the same packets sharded as
+// with one worker, the Metadata responses that named topics by ID
+// (Produce v13) included: the shared state of the workers knows which
+// response named a topic as one Decoder does.
+func TestWriteDupsWorkers(t *testing.T) {
+	for _, capFile := range []string{"kgo-v13-idempotent-timeout.pcap", "seed-nonidempotent-retry.pcap"} {
+		t.Run(capFile, func(t *testing.T) {
+			var files [2][]byte
+			for i, workers := range []string{"1", "2"} {
+				out := filepath.Join(t.TempDir(), "dups.pcap")
+				var stdout, stderr bytes.Buffer
+				if code := run([]string{"analyze", "--workers", workers, "--write-dups", out, "../../testdata/" + capFile}, nil, &stdout, &stderr); code != exitOK {
+					t.Fatalf("--workers %s: exit %d: %s", workers, code, stderr.String())
+				}
+				b, err := os.ReadFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				files[i] = b
+			}
+			if len(files[0]) <= 24 {
+				t.Fatalf("--write-dups wrote %d bytes: no packet", len(files[0]))
+			}
+			if !bytes.Equal(files[0], files[1]) {
+				t.Errorf("--write-dups with 2 workers wrote %d bytes, with 1 worker %d: not the same file", len(files[1]), len(files[0]))
+			}
+		})
+	}
+}

@@ -29,8 +29,12 @@ var rules = []rule{
 	{pkg: "decode", deep: []string{"capture", "detect", "profile", "report", "pipeline", "github.com/gopacket/gopacket"}},
 	{pkg: "detect", deep: []string{"capture", "profile", "report", "pipeline", "github.com/gopacket/gopacket"}},
 	{pkg: "profile", deep: []string{"capture", "report", "pipeline", "github.com/gopacket/gopacket"}},
-	{pkg: "report", direct: []string{"decode"}, deep: []string{"capture", "pipeline", "github.com/gopacket/gopacket"}},
+	{pkg: "report", direct: []string{"decode"}, deep: []string{"capture", "pipeline", "github.com/gopacket/gopacket",
+		"github.com/twmb/franz-go/pkg/kgo", "github.com/prometheus/client_golang"}},
+	{pkg: "report/emit", direct: []string{"decode"}, deep: []string{"capture", "pipeline", "cmd/kdupcap", "github.com/prometheus/client_golang"}},
+	{pkg: "report/metrics", direct: []string{"decode"}, deep: []string{"capture", "pipeline", "cmd/kdupcap", "github.com/twmb/franz-go/pkg/kgo"}},
 	{pkg: "pipeline", deep: []string{"cmd/kdupcap"}},
+	{pkg: "internal/fifo", deep: []string{"capture", "decode", "detect", "profile", "report", "pipeline"}},
 }
 
 type listed struct {

@@ -1,11 +1,3 @@
-// Package benchrun measures whole programs on one generated capture, side by
-// side, each as its own process: the bare pcapgo read loop (the practical
-// limit), `kdupcap analyze`, and tshark's Kafka dissector when installed.
-// For each it records wall time, throughput in MB/s and packets/s, and the
-// peak resident set size the kernel reports for the process (rusage
-// ru_maxrss). `make bench` and `make bench-big` run it through
-// cmd/benchrun; analyze's findings are checked against the generator's
-// manifest, so a fast but wrong run fails the bench.
 package benchrun
 
 import (

@@ -77,7 +77,9 @@ func (c *Cluster) SetFaults(faults ...Fault) error {
 
 // SetLegacyVersions makes the broker's ApiVersions responses advertise
 // Produce and Fetch from version 0, as Kafka brokers before 4.0 (KIP-896)
-// did, while kfake still serves only its own versions. librdkafka before
+// did, and SaslHandshake from version 0 (which librdkafka 2.0.2 needs to
+// authenticate; it then sends v1), while kfake still serves only its own
+// versions. librdkafka before
 // 2.8 (Debian's kcat has 2.0.2) sends gzip, snappy and lz4 batches
 // uncompressed to a broker whose Produce starts at v3 ("Broker does not
 // support compression type gzip: not compressing batch", librdkafka issue

@@ -252,7 +252,9 @@ func timedOut(frame []byte, req *kmsg.ProduceRequest, corr int32) ([]byte, error
 
 // legacyVersions re-encodes an ApiVersions response so that it advertises
 // Produce and Fetch from version 0, as Kafka brokers before 4.0 (KIP-896)
-// did. The requests themselves still need kfake's versions.
+// did, and SaslHandshake from version 0, as every Kafka broker does
+// (librdkafka before 2.x's end enables SASL only when v0 is offered, then
+// sends v1). The requests themselves still need kfake's versions.
 func legacyVersions(frame []byte, req *kmsg.ApiVersionsRequest, corr int32) ([]byte, error) {
 	body, err := responseBody(frame, req)
 	if err != nil {
@@ -266,7 +268,7 @@ func legacyVersions(frame []byte, req *kmsg.ApiVersionsRequest, corr int32) ([]b
 		return nil, fmt.Errorf("kafkatest: api versions response corr %d has error %d", corr, resp.ErrorCode)
 	}
 	for i := range resp.ApiKeys {
-		if k := &resp.ApiKeys[i]; k.ApiKey == int16(kmsg.Produce) || k.ApiKey == int16(kmsg.Fetch) {
+		if k := &resp.ApiKeys[i]; k.ApiKey == int16(kmsg.Produce) || k.ApiKey == int16(kmsg.Fetch) || k.ApiKey == int16(kmsg.SASLHandshake) {
 			k.MinVersion = 0
 		}
 	}

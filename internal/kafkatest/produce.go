@@ -28,6 +28,8 @@ type Producer struct {
 	// PerRequest is how many records are produced together before waiting
 	// for them: 1 (or 0) sends each record alone, one batch per request.
 	PerRequest int
+	// SASL, when set, authenticates the producer (sasl.go).
+	SASL *SASL
 
 	// Settings beyond the defaults (see settings.go).
 	Settings
@@ -58,6 +60,11 @@ func Produce(ctx context.Context, addr, topic string, p Producer, values []strin
 	if err != nil {
 		return err
 	}
+	auth, err := p.SASL.kgoOpts()
+	if err != nil {
+		return err
+	}
+	more = append(more, auth...)
 	cl, err := kgo.NewClient(append(opts, more...)...)
 	if err != nil {
 		return fmt.Errorf("kafkatest: producer: %w", err)

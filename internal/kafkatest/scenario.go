@@ -28,6 +28,10 @@ type Scenario struct {
 	// LegacyVersions advertises Produce and Fetch from v0, for librdkafka's
 	// gzip, snappy and lz4 (see Cluster.SetLegacyVersions).
 	LegacyVersions bool
+	// SASL, when set, makes the cluster require SASL with that superuser;
+	// the kgo producer (Produce nil) and the read back authenticate with
+	// it, a ProduceFunc must itself (KcatProduce(SASL.KcatSettings()...)).
+	SASL *SASL
 }
 
 // Result is what a Scenario left behind.
@@ -47,7 +51,11 @@ type Result struct {
 // returned with the partial Result.
 func Run(ctx context.Context, s Scenario, pcap string) (*Result, error) {
 	parts := max(s.Partitions, 1)
-	c, err := NewCluster(s.Faults, kfake.SeedTopics(parts, s.Topic))
+	kopts := []kfake.Opt{kfake.SeedTopics(parts, s.Topic)}
+	if s.SASL != nil {
+		kopts = append(kopts, s.SASL.clusterOpts()...)
+	}
+	c, err := NewCluster(s.Faults, kopts...)
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +80,9 @@ func Run(ctx context.Context, s Scenario, pcap string) (*Result, error) {
 		if p.Partitions == 0 {
 			p.Partitions = parts
 		}
+		if p.SASL == nil {
+			p.SASL = s.SASL
+		}
 		produce = func(ctx context.Context, addr, topic string, values []string) error {
 			return Produce(ctx, addr, topic, p, values)
 		}
@@ -88,7 +99,7 @@ func Run(ctx context.Context, s Scenario, pcap string) (*Result, error) {
 	if perr != nil {
 		return res, fmt.Errorf("kafkatest: scenario %s: %w", s.Name, perr)
 	}
-	res.Log, err = ReadBack(ctx, c.Addr(), s.Topic)
+	res.Log, err = readBack(ctx, c.Addr(), s.Topic, s.SASL)
 	if err != nil {
 		return res, fmt.Errorf("kafkatest: scenario %s: %w", s.Name, err)
 	}

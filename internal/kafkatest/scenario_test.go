@@ -3,10 +3,11 @@ package kafkatest
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/kdupcap/kdupcap/internal/testenv"
 )
 
 // fast is a producer whose produce requests carry a 300ms timeout.
@@ -129,9 +130,7 @@ func checkLog(t *testing.T, res *Result, events, dupsPerEvent int) {
 }
 
 func TestCaptureScenario(t *testing.T) {
-	if err := CanCapture(); err != nil {
-		t.Skipf("no capture possible here: %v", err)
-	}
+	testenv.Capture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	pcap := filepath.Join(t.TempDir(), "run.pcap")
@@ -155,9 +154,7 @@ func TestCaptureScenario(t *testing.T) {
 }
 
 func TestKcatScenario(t *testing.T) {
-	if _, err := exec.LookPath("kcat"); err != nil {
-		t.Skipf("kcat not installed: %v", err)
-	}
+	testenv.Tool(t, "kcat")
 	tests := []struct {
 		name       string
 		idempotent string

@@ -1,10 +1,3 @@
-// Package kwire frames Kafka responses the way a broker writes them, for the
-// test and benchmark tools that play the broker (internal/gencap,
-// internal/kafkatest, the live benchmark). Requests need no helper here:
-// kmsg.RequestFormatter frames them.
-//
-// It sits outside the analysis flow and imports only kmsg; nothing under
-// capture, decode, detect or report may import it.
 package kwire
 
 import (

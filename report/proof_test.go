@@ -8,11 +8,11 @@ import (
 	"github.com/kdupcap/kdupcap/detect"
 )
 
-// TestEvidenceOutput: a finding decided by fetched data inside an aborted
+// TestProofOutput: a finding decided by fetched data inside an aborted
 // transaction shows both in the JSON keys and the table's evidence line; a
 // finding of the produce responses alone adds only "evidence".
-func TestEvidenceOutput(t *testing.T) {
-	f := detect.Finding{Verdict: detect.Duplicated, Evidence: detect.EvidenceFetch, FetchedOffsets: []int64{3, 9},
+func TestProofOutput(t *testing.T) {
+	f := detect.Finding{Verdict: detect.Duplicated, Proof: detect.ProofFetch, FetchedOffsets: []int64{3, 9},
 		AppendedOffsets: []int64{3, 9}, ProducerID: 5, ProducerEpoch: 1,
 		Transaction: &detect.Transaction{TransactionalID: "tx", ProducerID: 5, ProducerEpoch: 1,
 			Outcome: detect.TxnAborted, Epochs: []int16{0, 1}}}

@@ -6,11 +6,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// Live mode (Options.Live): a finding is reported once decided, and again
-// when a later attempt changes it while its batch is remembered.
+// Streaming mode (Options.Streaming): a finding is reported once decided,
+// and again when a later attempt changes it while its batch is remembered.
 
-// reportState is what live mode keeps of a batch reported at least once
-// and still remembered: how many times it was reported, and where its
+// reportState is what streaming mode keeps of a batch reported at least
+// once and still remembered: how many times it was reported, and where its
 // finding is in Detector.findings (KeepFindings only).
 type reportState struct {
 	revision int32
@@ -32,7 +32,7 @@ func codeOf(v Verdict) verdictCode {
 	return verdictNone
 }
 
-// touched is called in live mode after an attempt was added to the batch in
+// touched is called in streaming mode after an attempt was added to the batch in
 // slot, which now holds a finding not reported as it stands: it is
 // reported at once when decided by an answer, else it waits for Settle.
 func (d *Detector) touched(slot int32, b *batch) {
@@ -44,7 +44,7 @@ func (d *Detector) touched(slot int32, b *batch) {
 		d.emit(d.report(slot, b))
 		return
 	}
-	d.settling.push(queued{time: b.last, slot: slot, gen: b.gen})
+	d.settling.Push(queued{time: b.last, slot: slot, gen: b.gen})
 }
 
 // settled reports the findings whose batches were last touched more than
@@ -53,19 +53,19 @@ func (d *Detector) touched(slot int32, b *batch) {
 func (d *Detector) settled() {
 	cutoff := d.newest - d.settle
 	for {
-		q, ok := d.settling.front()
+		q, ok := d.settling.Front()
 		if !ok {
 			break
 		}
 		b := d.slab.at(q.slot)
-		if !b.live || b.gen != q.gen || !b.dirty {
-			d.settling.pop() // stale: touched again, reported or forgotten
+		if !b.inUse || b.gen != q.gen || !b.dirty {
+			d.settling.Pop() // stale: touched again, reported or forgotten
 			continue
 		}
 		if q.time >= cutoff {
 			return
 		}
-		d.settling.pop()
+		d.settling.Pop()
 		d.stats.Settled++
 		d.emit(d.report(q.slot, b))
 	}
@@ -77,7 +77,7 @@ func (d *Detector) settled() {
 func (d *Detector) report(slot int32, b *batch) Finding {
 	f := b.finding()
 	d.attachRecords(&f, slot)
-	d.applyEvidence(&f)
+	d.applyFetched(&f)
 	d.applyTxn(&f)
 	rs := d.reports[slot]
 	if rs.revision == 0 {
@@ -100,7 +100,7 @@ func (d *Detector) report(slot int32, b *batch) Finding {
 	return f
 }
 
-// newFindingID names a live finding at its first report.
+// newFindingID names a streamed finding at its first report.
 func (d *Detector) newFindingID() uint64 {
 	d.findingIDs++
 	return d.findingIDs
@@ -112,10 +112,10 @@ func (d *Detector) emit(f Finding) {
 	}
 }
 
-// flushLive is Flush with Options.Live.
-func (d *Detector) flushLive() []Finding {
+// flushStreaming is Flush with Options.Streaming.
+func (d *Detector) flushStreaming() []Finding {
 	for i := range d.slab.n {
-		if d.slab.at(i).live {
+		if d.slab.at(i).inUse {
 			d.retire(i, false)
 		}
 	}
@@ -124,10 +124,10 @@ func (d *Detector) flushLive() []Finding {
 	for _, f := range d.fresh {
 		d.emit(f)
 	}
-	d.age.reset()
-	d.settling.reset()
+	d.age.Reset()
+	d.settling.Reset()
 	clear(d.reports)
-	d.resetEvidence()
+	d.resetProof()
 	fresh := d.fresh
 	d.fresh = nil
 	if !d.opts.KeepFindings {

@@ -1,4 +1,4 @@
-package report
+package emit
 
 import (
 	"bytes"
@@ -10,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kdupcap/kdupcap/report"
+	"github.com/kdupcap/kdupcap/report/internal/reporttest"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestKafka emits the findings and the summary to an in-process cluster,
-// reads them back and compares each value byte for byte with NewJSON's
+// reads them back and compares each value byte for byte with report.NewJSON's
 // line.
 func TestKafka(t *testing.T) {
 	const topic = "kdupcap-findings"
@@ -29,8 +31,8 @@ func TestKafka(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, s := findings(), summary()
-	write(t, k, fs, s)
+	fs, s := reporttest.Findings(), reporttest.Summary()
+	reporttest.Write(t, k, fs, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := k.Close(ctx); err != nil {
@@ -47,7 +49,7 @@ func TestKafka(t *testing.T) {
 	}
 
 	var want bytes.Buffer
-	write(t, NewJSON(&want), fs, s)
+	reporttest.Write(t, report.NewJSON(&want), fs, s)
 	lines := bytes.Split(bytes.TrimSuffix(want.Bytes(), []byte("\n")), []byte("\n"))
 	keys := []string{
 		"172.18.0.1:40312|172.18.0.3:19092|test|0|0x0a1b2c3d",
@@ -149,7 +151,7 @@ func TestKafkaFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	var errs []error
-	for _, f := range findings() {
+	for _, f := range reporttest.Findings() {
 		if err := k.Finding(f); err != nil {
 			errs = append(errs, err)
 		}
@@ -173,8 +175,8 @@ func TestKafkaFailures(t *testing.T) {
 	if !full || !timedOut {
 		t.Errorf("errors %v: want ErrMaxBuffered (%v) and ErrRecordTimeout (%v)", errs, full, timedOut)
 	}
-	if sent, failed := k.Counts(); sent != 0 || failed != int64(len(findings())) {
-		t.Errorf("sent %d failed %d, want 0 %d", sent, failed, len(findings()))
+	if sent, failed := k.Counts(); sent != 0 || failed != int64(len(reporttest.Findings())) {
+		t.Errorf("sent %d failed %d, want 0 %d", sent, failed, len(reporttest.Findings()))
 	}
 }
 

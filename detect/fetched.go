@@ -30,17 +30,18 @@ import (
 // or holds a finding for (at most 8 offsets each), and per partition a
 // bounded set of fetched offset ranges and high watermarks.
 
-// Evidence says which part of the capture decided a finding's verdict.
-type Evidence string
+// Proof says which part of the capture decided a finding's verdict. Its
+// values are printed as they are (the JSON key "evidence").
+type Proof string
 
 const (
-	// EvidenceProduce: the produce responses alone.
-	EvidenceProduce Evidence = "produce_responses"
-	// EvidenceFetch: the fetched data alone.
-	EvidenceFetch Evidence = "fetched_data"
-	// EvidenceBoth: both, each confirming the other, or neither alone
+	// ProofProduce: the produce responses alone.
+	ProofProduce Proof = "produce_responses"
+	// ProofFetch: the fetched data alone.
+	ProofFetch Proof = "fetched_data"
+	// ProofBoth: both, each confirming the other, or neither alone
 	// enough (one offset in a response, another in fetched data).
-	EvidenceBoth Evidence = "both"
+	ProofBoth Proof = "both"
 )
 
 // WireExchange names one request and its response on the wire that a
@@ -54,7 +55,7 @@ type WireExchange struct {
 	ResponseTime time.Time // zero when not answered in the capture
 }
 
-// Bounds of the fetch evidence.
+// Bounds of the fetch proof.
 const (
 	maxFetchedCopies = 8       // distinct offsets kept per batch
 	maxCoverRanges   = 64      // fetched offset ranges kept per partition
@@ -120,7 +121,7 @@ type hwmSample struct {
 	time, hwm int64
 }
 
-// fetchState is the Detector's fetch evidence. Batches are watched only
+// fetchState is the Detector's proof from fetches. Batches are watched only
 // from the first FetchResponse on (active): most captures hold none, and
 // watching every batch would cost a map entry each; at the first one, the
 // batches remembered and the findings kept are all watched at once, which
@@ -129,9 +130,9 @@ type fetchState struct {
 	active bool
 	watch  map[fpKey]*watched
 	covers map[partKey]*cover
-	// evidenced counts the leading Detector.findings evidence was applied
-	// to (without Live).
-	evidenced int
+	// applied counts the leading Detector.findings the fetch and
+	// transaction proof was applied to (without Streaming).
+	applied int
 }
 
 func (s *fetchState) init() {
@@ -168,16 +169,16 @@ func (d *Detector) watchKey(k fpKey, topic string, id [16]byte) {
 }
 
 // activateWatch starts watching, at the first fetch: every batch
-// remembered, and every batch finding kept without its evidence yet.
+// remembered, and every batch finding kept without its proof yet.
 func (d *Detector) activateWatch() {
 	d.fetch.init()
 	d.fetch.active = true
 	for i := range d.slab.n {
-		if b := d.slab.at(i); b.live {
+		if b := d.slab.at(i); b.inUse {
 			d.watchBatch(b)
 		}
 	}
-	for i := d.fetch.evidenced; i < len(d.findings); i++ {
+	for i := d.fetch.applied; i < len(d.findings); i++ {
 		if f := &d.findings[i]; f.Kind == KindBatch {
 			d.watchKey(f.fp(), f.Topic, f.TopicID)
 		}
@@ -318,10 +319,10 @@ func (c *cover) covers(off, after int64) (int64, bool) {
 	return h, false
 }
 
-// applyEvidence decides f's verdict anew with the fetched copies of its
-// batch, and sets Evidence, FetchedOffsets and Fetches.
-func (d *Detector) applyEvidence(f *Finding) {
-	f.Evidence = EvidenceProduce
+// applyFetched decides f's verdict anew with the fetched copies of its
+// batch, and sets Proof, FetchedOffsets and Fetches.
+func (d *Detector) applyFetched(f *Finding) {
+	f.Proof = ProofProduce
 	if f.Kind != KindBatch {
 		return // fetched batches show batch bytes, not records re-batched
 	}
@@ -355,18 +356,18 @@ func (d *Detector) applyEvidence(f *Finding) {
 		held := ": the log holds the batch " + times(len(union))
 		switch {
 		case byProduce && len(union) > len(f.AppendedOffsets):
-			f.Evidence = EvidenceBoth
+			f.Proof = ProofBoth
 			f.Reason += "; " + fetched + held
 		case byProduce && len(copies) >= 2:
-			f.Evidence = EvidenceBoth
+			f.Proof = ProofBoth
 			f.Reason += "; " + fetched + ", confirming it"
 		case byProduce:
 			f.Reason += "; " + fetched
 		case len(copies) >= 2:
-			f.Evidence = EvidenceFetch
+			f.Proof = ProofFetch
 			f.Reason = fetched + held + " (" + f.Reason + ")"
 		default:
-			f.Evidence = EvidenceBoth
+			f.Proof = ProofBoth
 			f.Reason = "the responses show the batch at offset " + joinInts(f.AppendedOffsets) + " and " + fetched +
 				held + " (" + f.Reason + ")"
 		}
@@ -390,13 +391,13 @@ func (d *Detector) applyEvidence(f *Finding) {
 			" reported after the last attempt"
 		switch f.Verdict {
 		case Single, Deduplicated:
-			f.Evidence = EvidenceBoth
+			f.Proof = ProofBoth
 			f.Reason += "; " + once + ", confirming it"
 		case Duplicated:
 			// The responses name two offsets; the log read back once.
 			f.Reason += "; yet " + once
 		default:
-			f.Evidence = EvidenceFetch
+			f.Proof = ProofFetch
 			f.Reason = once + ": the log holds the batch once (" + f.Reason + ")"
 			f.Verdict = Single
 			f.AppendedOffsets = union
@@ -417,24 +418,24 @@ func (f *Finding) settledAt() int64 {
 	return t
 }
 
-// applyAll applies the fetch and transaction evidence to the findings not
-// yet given it (without Live), moving the verdict counts when a verdict
+// applyAll applies the fetch and transaction proof to the findings not
+// yet given it (without Streaming), moving the verdict counts when a verdict
 // changes.
 func (d *Detector) applyAll() {
-	for i := d.fetch.evidenced; i < len(d.findings); i++ {
+	for i := d.fetch.applied; i < len(d.findings); i++ {
 		f := &d.findings[i]
 		before := f.Verdict
-		d.applyEvidence(f)
+		d.applyFetched(f)
 		d.applyTxn(f)
 		if f.Verdict != before {
 			d.moveVerdict(f, before)
 		}
 	}
-	d.fetch.evidenced = len(d.findings)
+	d.fetch.applied = len(d.findings)
 }
 
-// resetEvidence forgets the fetch and transaction state, at Flush.
-func (d *Detector) resetEvidence() {
+// resetProof forgets the fetch and transaction state, at Flush.
+func (d *Detector) resetProof() {
 	d.fetch.watch, d.fetch.covers, d.fetch.active = nil, nil, false
 	d.txn = txnState{}
 }

@@ -1,4 +1,4 @@
-package report
+package metrics
 
 import (
 	"io"
@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/report"
+	"github.com/kdupcap/kdupcap/report/internal/reporttest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -48,15 +50,15 @@ func hasLines(t *testing.T, page string, want ...string) {
 
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg, MetricsOptions{MaxTopics: 2})
+	m, err := New(reg, Options{MaxTopics: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Update(Counters{
+	m.Update(report.Counters{
 		Packets: 10, Bytes: 1000, Drops: 1, KernelPackets: 11, Gaps: 2,
 		ProduceRequests: 7, ProduceResponses: 6, Batches: 9, Records: 90, Malformed: 1, Connections: 3,
 		EvictedConnections: 1, EvictedBatches: 4, EvictedPending: 2,
-		Topics: []TopicCount{
+		Topics: []report.TopicCount{
 			{Topic: "test", Batches: 5, Records: 50},
 			{Topic: "orders", Batches: 2, Records: 20},
 			{Topic: "zzz", Batches: 1, Records: 10}, // beyond the bound
@@ -65,11 +67,11 @@ func TestMetrics(t *testing.T) {
 	})
 	// A stage that started again: Packets went down. Nothing is taken
 	// away, and the next growth counts from the new base.
-	m.Update(Counters{Packets: 8, Bytes: 1000, Drops: 1, KernelPackets: 11,
-		Topics: []TopicCount{{Topic: "test", Batches: 5, Records: 50}, {Topic: "zzz", Batches: 3, Records: 30}}})
-	m.Update(Counters{Packets: 12, Bytes: 1500, Drops: 1, KernelPackets: 13,
-		Topics: []TopicCount{{Topic: "test", Batches: 6, Records: 60}, {Topic: "zzz", Batches: 4, Records: 40}}})
-	for _, f := range findings() {
+	m.Update(report.Counters{Packets: 8, Bytes: 1000, Drops: 1, KernelPackets: 11,
+		Topics: []report.TopicCount{{Topic: "test", Batches: 5, Records: 50}, {Topic: "zzz", Batches: 3, Records: 30}}})
+	m.Update(report.Counters{Packets: 12, Bytes: 1500, Drops: 1, KernelPackets: 13,
+		Topics: []report.TopicCount{{Topic: "test", Batches: 6, Records: 60}, {Topic: "zzz", Batches: 4, Records: 40}}})
+	for _, f := range reporttest.Findings() {
 		if err := m.Finding(f); err != nil {
 			t.Fatal(err)
 		}
@@ -79,13 +81,13 @@ func TestMetrics(t *testing.T) {
 	m.ObserveProduceLatency("elsewhere", 0.1) // beyond the bound
 	m.ObserveProduceLatency("test", math.NaN())
 	m.ObserveProduceLatency("test", -1)
-	m2, err := NewMetrics(nil, MetricsOptions{})
+	m2, err := New(nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m2.ObserveProduceLatency("", 0.01)
 	hasLines(t, scrape(t, m2.Handler()), `kdupcap_produce_latency_seconds_count{topic="_unknown"} 1`)
-	if err := m.Summary(summary()); err != nil {
+	if err := m.Summary(reporttest.Summary()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -163,14 +165,14 @@ func TestMetrics(t *testing.T) {
 // TestMetricsNeverDecrease feeds totals that go up and down at random and
 // checks every counter against the sum of the rises.
 func TestMetricsNeverDecrease(t *testing.T) {
-	m, err := NewMetrics(nil, MetricsOptions{})
+	m, err := New(nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	seq := []int64{0, 5, 5, 3, 10, 0, 0, 7, 100, 99, 101}
 	var want, prev, last int64
 	for _, n := range seq {
-		m.Update(Counters{Packets: n, Topics: []TopicCount{{Topic: "t", Records: n}}})
+		m.Update(report.Counters{Packets: n, Topics: []report.TopicCount{{Topic: "t", Records: n}}})
 		if n > last {
 			want += n - last
 		}
@@ -189,7 +191,7 @@ func TestMetricsNeverDecrease(t *testing.T) {
 func TestMetricsTopicBound(t *testing.T) {
 	for _, max := range []int{0, 1, 5} {
 		t.Run(strconv.Itoa(max), func(t *testing.T) {
-			m, err := NewMetrics(nil, MetricsOptions{MaxTopics: max})
+			m, err := New(nil, Options{MaxTopics: max})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,18 +199,18 @@ func TestMetricsTopicBound(t *testing.T) {
 			if bound <= 0 {
 				bound = defaultMaxTopics
 			}
-			var tcs []TopicCount
+			var tcs []report.TopicCount
 			for i := range 3 * bound {
 				topic := "t" + strconv.Itoa(i)
-				tcs = append(tcs, TopicCount{Topic: topic, Batches: 1})
+				tcs = append(tcs, report.TopicCount{Topic: topic, Batches: 1})
 				m.ObserveProduceLatency(topic, 0.01)
-				f := findings()[0]
+				f := reporttest.Findings()[0]
 				f.Topic = topic
 				if err := m.Finding(f); err != nil {
 					t.Fatal(err)
 				}
 			}
-			m.Update(Counters{Topics: tcs})
+			m.Update(report.Counters{Topics: tcs})
 			for name, vec := range map[string]prometheus.Collector{
 				"batches": m.topicBatches, "latency": m.latency, "findings": m.topicFinds,
 			} {
@@ -225,10 +227,10 @@ func TestMetricsTopicBound(t *testing.T) {
 
 func TestMetricsRegisterTwice(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	if _, err := NewMetrics(reg, MetricsOptions{}); err != nil {
+	if _, err := New(reg, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewMetrics(reg, MetricsOptions{}); err == nil || !strings.HasPrefix(err.Error(), "report: ") {
+	if _, err := New(reg, Options{}); err == nil || !strings.HasPrefix(err.Error(), "report: ") {
 		t.Errorf("second registration: %v", err)
 	}
 }
@@ -236,18 +238,18 @@ func TestMetricsRegisterTwice(t *testing.T) {
 // TestMetricsOtherRegisterer: with a Registerer that cannot gather, the
 // handler still serves these metrics.
 func TestMetricsOtherRegisterer(t *testing.T) {
-	m, err := NewMetrics(prometheus.WrapRegistererWithPrefix("x_", prometheus.NewRegistry()), MetricsOptions{})
+	m, err := New(prometheus.WrapRegistererWithPrefix("x_", prometheus.NewRegistry()), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Update(Counters{Packets: 3})
+	m.Update(report.Counters{Packets: 3})
 	hasLines(t, scrape(t, m.Handler()), "kdupcap_packets_total 3")
 }
 
 // TestMetricsConcurrent runs the pipeline's calls beside scrapes (go test
 // -race checks it).
 func TestMetricsConcurrent(t *testing.T) {
-	m, err := NewMetrics(nil, MetricsOptions{MaxTopics: 3})
+	m, err := New(nil, Options{MaxTopics: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,9 +260,9 @@ func TestMetricsConcurrent(t *testing.T) {
 			for i := range 200 {
 				switch g {
 				case 0:
-					m.Update(Counters{Packets: int64(i), Topics: []TopicCount{{Topic: "t" + strconv.Itoa(i%7), Batches: int64(i)}}})
+					m.Update(report.Counters{Packets: int64(i), Topics: []report.TopicCount{{Topic: "t" + strconv.Itoa(i%7), Batches: int64(i)}}})
 				case 1:
-					_ = m.Finding(findings()[i%4])
+					_ = m.Finding(reporttest.Findings()[i%4])
 				case 2:
 					m.ObserveProduceLatency("t"+strconv.Itoa(i%5), float64(i)/1000)
 				case 3:

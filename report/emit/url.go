@@ -1,4 +1,4 @@
-package report
+package emit
 
 import (
 	"fmt"
@@ -7,13 +7,13 @@ import (
 	"strings"
 )
 
-// ParseEmitURL reads an --emit target, kafka://HOST:PORT[,HOST:PORT...]/TOPIC,
+// ParseURL reads an --emit target, kafka://HOST:PORT[,HOST:PORT...]/TOPIC,
 // into the seed brokers ("HOST:PORT", an IPv6 host in brackets) and the
 // topic. The port is required; the topic must be a legal Kafka topic name
 // (1 to 249 of a-z A-Z 0-9 . _ -, not "." or ".."). Anything else (another
 // scheme, user info, a query, a fragment, a path below the topic) is an
 // error that says what is wrong.
-func ParseEmitURL(s string) (seeds []string, topic string, err error) {
+func ParseURL(s string) (seeds []string, topic string, err error) {
 	fail := func(format string, args ...any) ([]string, string, error) {
 		return nil, "", fmt.Errorf("report: emit URL %q: "+format+" (want kafka://HOST:PORT[,HOST:PORT]/TOPIC)", append([]any{s}, args...)...)
 	}

@@ -16,17 +16,18 @@ type jsonTransaction struct {
 	Epochs          []int16 `json:"epochs,omitempty"`
 }
 
-// evidenceOf is the finding's Evidence, produce_responses when unset.
-func evidenceOf(f *detect.Finding) detect.Evidence {
-	if f.Evidence == "" {
-		return detect.EvidenceProduce
+// proofOf is the finding's Proof, produce_responses when unset.
+func proofOf(f *detect.Finding) detect.Proof {
+	if f.Proof == "" {
+		return detect.ProofProduce
 	}
-	return f.Evidence
+	return f.Proof
 }
 
-// addEvidence fills the fetch and transaction fields of j.
-func addEvidence(j *jsonFinding, f *detect.Finding) {
-	j.Evidence = string(evidenceOf(f))
+// addProof fills the proof fields of j: evidence, fetched offsets and
+// transaction.
+func addProof(j *jsonFinding, f *detect.Finding) {
+	j.Evidence = string(proofOf(f))
 	if len(f.FetchedOffsets) > 0 {
 		j.FetchedOffsets = append([]int64{}, f.FetchedOffsets...)
 	}
@@ -41,12 +42,12 @@ func addEvidence(j *jsonFinding, f *detect.Finding) {
 	}
 }
 
-// evidenceText is the table's evidence line, "" when the produce responses
+// proofText is the table's "evidence:" line, "" when the produce responses
 // alone decided and no fetch or transaction is known (findings read as
 // before).
-func evidenceText(f *detect.Finding) string {
-	ev := evidenceOf(f)
-	if ev == detect.EvidenceProduce && len(f.FetchedOffsets) == 0 && f.Transaction == nil {
+func proofText(f *detect.Finding) string {
+	ev := proofOf(f)
+	if ev == detect.ProofProduce && len(f.FetchedOffsets) == 0 && f.Transaction == nil {
 		return ""
 	}
 	var b strings.Builder

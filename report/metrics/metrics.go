@@ -1,4 +1,4 @@
-package report
+package metrics
 
 import (
 	"fmt"
@@ -8,12 +8,13 @@ import (
 	"sync"
 
 	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/report"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// MetricsOptions configures NewMetrics.
-type MetricsOptions struct {
+// Options configures New.
+type Options struct {
 	// MaxTopics bounds the distinct values of the topic label: the first
 	// MaxTopics topics seen keep their name, every later one is counted
 	// under OtherTopic. 0 or less means 100.
@@ -30,13 +31,17 @@ const UnknownTopic = "_unknown"
 
 const defaultMaxTopics = 100
 
+// verdicts are the verdicts a finding can have: each shows from the start,
+// at 0.
+var verdicts = detect.Verdicts()
+
 // latencyBuckets are the upper bounds, in seconds, of the produce latency
 // histogram: from half a millisecond (a broker on the same host) to a
 // minute (past any default request timeout).
 var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 
-// Metrics exports a live run as Prometheus metrics, all named kdupcap_*.
-// As a Writer it counts findings: findings_total{verdict},
+// Exporter exports a live run as Prometheus metrics, all named kdupcap_*.
+// As a report.Writer it counts findings: findings_total{verdict},
 // topic_findings_total{topic,verdict}, resends_total (attempts after the
 // first) and duplicated_records_total (extra copies in the log). Update
 // turns the stages' running totals into packets_total, captured_bytes_total,
@@ -49,7 +54,7 @@ var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25
 // produce_latency_seconds{topic}, with buckets from 0.5ms to 60s. Its
 // methods are safe for concurrent use, so a scrape may run while the
 // pipeline writes.
-type Metrics struct {
+type Exporter struct {
 	gatherer prometheus.Gatherer
 
 	findings     *prometheus.CounterVec // verdict
@@ -73,24 +78,24 @@ type topicState struct {
 	batches, records int64
 }
 
-// total is one counter fed from a field of Counters.
+// total is one counter fed from a field of report.Counters.
 type total struct {
 	c    prometheus.Counter
-	get  func(*Counters) int64
+	get  func(*report.Counters) int64
 	last int64
 }
 
-// NewMetrics creates the metrics and registers them with reg. A nil reg
+// New creates the metrics and registers them with reg. A nil reg
 // means a new registry of these metrics only. Handler serves reg when it is
 // also a prometheus.Gatherer (as a *prometheus.Registry is), so that other
 // collectors registered there are served too; else these metrics only. It
 // fails when a metric of the same name is already registered.
-func NewMetrics(reg prometheus.Registerer, opts MetricsOptions) (*Metrics, error) {
+func New(reg prometheus.Registerer, opts Options) (*Exporter, error) {
 	own := prometheus.NewRegistry()
 	if reg == nil {
 		reg = own
 	}
-	m := &Metrics{
+	m := &Exporter{
 		gatherer:  own,
 		maxTopics: opts.MaxTopics,
 		topics:    make(map[string]*topicState),
@@ -120,23 +125,23 @@ func NewMetrics(reg prometheus.Registerer, opts MetricsOptions) (*Metrics, error
 		Buckets: latencyBuckets,
 	}, []string{"topic"})
 
-	field := func(name, help string, get func(*Counters) int64) {
+	field := func(name, help string, get func(*report.Counters) int64) {
 		m.totals = append(m.totals, total{c: counter(name, help), get: get})
 	}
-	field("packets_total", "Packets read from the capture.", func(c *Counters) int64 { return c.Packets })
-	field("captured_bytes_total", "Captured bytes of the packets read.", func(c *Counters) int64 { return c.Bytes })
-	field("kernel_packets_total", "Packets the kernel handed to the capture socket, dropped ones included.", func(c *Counters) int64 { return c.KernelPackets })
-	field("dropped_packets_total", "Packets the kernel dropped because the capture ring was full: never analyzed.", func(c *Counters) int64 { return c.Drops })
-	field("stream_gaps_total", "Holes in TCP streams (bytes the capture missed).", func(c *Counters) int64 { return c.Gaps })
-	field("produce_requests_total", "Produce requests decoded.", func(c *Counters) int64 { return c.ProduceRequests })
-	field("produce_responses_total", "Produce responses decoded.", func(c *Counters) int64 { return c.ProduceResponses })
-	field("batches_total", "Record batches in produce requests.", func(c *Counters) int64 { return c.Batches })
-	field("records_total", "Records in produce requests.", func(c *Counters) int64 { return c.Records })
-	field("malformed_frames_total", "Kafka frames that did not decode.", func(c *Counters) int64 { return c.Malformed })
-	field("connections_total", "Kafka connections seen.", func(c *Counters) int64 { return c.Connections })
-	field("evicted_connections_total", "Idle connections forgotten to bound memory.", func(c *Counters) int64 { return c.EvictedConnections })
-	field("evicted_batches_total", "Batch fingerprints forgotten to bound memory: a later resend of one goes unseen.", func(c *Counters) int64 { return c.EvictedBatches })
-	field("evicted_pending_requests_total", "Produce requests forgotten before their response to bound memory.", func(c *Counters) int64 { return c.EvictedPending })
+	field("packets_total", "Packets read from the capture.", func(c *report.Counters) int64 { return c.Packets })
+	field("captured_bytes_total", "Captured bytes of the packets read.", func(c *report.Counters) int64 { return c.Bytes })
+	field("kernel_packets_total", "Packets the kernel handed to the capture socket, dropped ones included.", func(c *report.Counters) int64 { return c.KernelPackets })
+	field("dropped_packets_total", "Packets the kernel dropped because the capture ring was full: never analyzed.", func(c *report.Counters) int64 { return c.Drops })
+	field("stream_gaps_total", "Holes in TCP streams (bytes the capture missed).", func(c *report.Counters) int64 { return c.Gaps })
+	field("produce_requests_total", "Produce requests decoded.", func(c *report.Counters) int64 { return c.ProduceRequests })
+	field("produce_responses_total", "Produce responses decoded.", func(c *report.Counters) int64 { return c.ProduceResponses })
+	field("batches_total", "Record batches in produce requests.", func(c *report.Counters) int64 { return c.Batches })
+	field("records_total", "Records in produce requests.", func(c *report.Counters) int64 { return c.Records })
+	field("malformed_frames_total", "Kafka frames that did not decode.", func(c *report.Counters) int64 { return c.Malformed })
+	field("connections_total", "Kafka connections seen.", func(c *report.Counters) int64 { return c.Connections })
+	field("evicted_connections_total", "Idle connections forgotten to bound memory.", func(c *report.Counters) int64 { return c.EvictedConnections })
+	field("evicted_batches_total", "Batch fingerprints forgotten to bound memory: a later resend of one goes unseen.", func(c *report.Counters) int64 { return c.EvictedBatches })
+	field("evicted_pending_requests_total", "Produce requests forgotten before their response to bound memory.", func(c *report.Counters) int64 { return c.EvictedPending })
 
 	cs := []prometheus.Collector{m.findings, m.resends, m.revisions, m.dupRecords, m.topicFinds, m.topicBatches, m.topicRecords, m.latency}
 	for _, t := range m.totals {
@@ -160,12 +165,12 @@ func NewMetrics(reg prometheus.Registerer, opts MetricsOptions) (*Metrics, error
 }
 
 // Handler serves the metrics in the Prometheus text format.
-func (m *Metrics) Handler() http.Handler {
+func (m *Exporter) Handler() http.Handler {
 	return promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{})
 }
 
 // Finding counts f.
-func (m *Metrics) Finding(f detect.Finding) error {
+func (m *Exporter) Finding(f detect.Finding) error {
 	if f.Revision > 0 {
 		// A batch reported before and sent again: counted once, as first
 		// reported; the revision is counted on its own.
@@ -181,20 +186,20 @@ func (m *Metrics) Finding(f detect.Finding) error {
 		m.dupRecords.Add(float64(int64(f.NumRecords) * int64(len(f.AppendedOffsets)-1)))
 	}
 	m.mu.Lock()
-	topic := m.topicLabel(topicName(&f))
+	topic := m.topicLabel(report.TopicName(&f))
 	m.mu.Unlock()
 	m.topicFinds.WithLabelValues(topic, verdict).Inc()
 	return nil
 }
 
 // Summary does nothing: the counters already hold what a summary says.
-func (m *Metrics) Summary(Summary) error { return nil }
+func (m *Exporter) Summary(report.Summary) error { return nil }
 
 // Update adds to each counter what the matching total in c grew by since
 // the last Update. A total smaller than before (a stage that started
 // again) adds nothing and becomes the base of the next delta, so a counter
 // never goes down.
-func (m *Metrics) Update(c Counters) {
+func (m *Exporter) Update(c report.Counters) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i := range m.totals {
@@ -223,7 +228,7 @@ func (m *Metrics) Update(c Counters) {
 
 // ObserveProduceLatency records the time from one produce request to its
 // response. A negative, infinite or NaN value is ignored.
-func (m *Metrics) ObserveProduceLatency(topic string, seconds float64) {
+func (m *Exporter) ObserveProduceLatency(topic string, seconds float64) {
 	if seconds < 0 || math.IsNaN(seconds) || math.IsInf(seconds, 0) {
 		return
 	}
@@ -236,10 +241,10 @@ func (m *Metrics) ObserveProduceLatency(topic string, seconds float64) {
 // topicLabel is the label of topic: its printable name (UnknownTopic when
 // empty) while fewer than maxTopics names have a label, else OtherTopic.
 // m.mu is held.
-func (m *Metrics) topicLabel(topic string) string {
+func (m *Exporter) topicLabel(topic string) string {
 	name := UnknownTopic
 	if topic != "" {
-		name = printable(topic)
+		name = report.Printable(topic)
 	}
 	if _, ok := m.topics[name]; ok {
 		return name

@@ -1,4 +1,4 @@
-package report
+package emit
 
 import (
 	"slices"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestParseEmitURL(t *testing.T) {
+func TestParseURL(t *testing.T) {
 	tests := []struct {
 		in    string
 		seeds []string
@@ -41,7 +41,7 @@ func TestParseEmitURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			seeds, topic, err := ParseEmitURL(tt.in)
+			seeds, topic, err := ParseURL(tt.in)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.HasPrefix(err.Error(), "report: emit URL ") {
 					t.Fatalf("error %v, want one with %q", err, tt.err)

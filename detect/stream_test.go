@@ -29,7 +29,7 @@ func reportsOf(fs []Finding) []report {
 	return rs
 }
 
-// step is one input to a live Detector: an exchange, or, when x is nil, an
+// step is one input to a streaming Detector: an exchange, or, when x is nil, an
 // Advance to advanceMs; want is what OnFinding gets during it.
 type step struct {
 	x         *decode.Exchange
@@ -42,11 +42,11 @@ func feed(x *decode.Exchange, want ...report) step {
 	return step{x: x, want: want}
 }
 
-// TestLiveDecided: with Live, a finding is reported when the last attempt
+// TestStreamingDecided: with Streaming, a finding is reported when the last attempt
 // sent has an answer no retry can follow, else when Settle (here 1 s) or
 // Window (here 1 min) passes, also with no traffic (Advance); a later attempt
 // of a reported batch reports it again.
-func TestLiveDecided(t *testing.T) {
+func TestStreamingDecided(t *testing.T) {
 	tests := []struct {
 		name  string
 		opts  Options
@@ -92,7 +92,7 @@ func TestLiveDecided(t *testing.T) {
 		}, Stats{Findings: 1}},
 		{"unanswered last attempt waits for Settle", Options{}, []step{
 			feed(ex(conn1, 1, 0, 10, 7, 5, plain(1))),
-			feed(noResp(ex(conn1, 2, 20, noAnswer, 0, 0, plain(1)), "connection closed")),
+			feed(noResp(ex(conn1, 2, 20, noAnswer, 0, 0, plain(1)), decode.NoResponseClosed)),
 			advance(1020),
 			advance(1021, report{0, 2, Unconfirmed}),
 		}, Stats{Findings: 1, Settled: 1}},
@@ -107,7 +107,7 @@ func TestLiveDecided(t *testing.T) {
 		}, Stats{Findings: 1, Settled: 1}},
 		{"the last attempt sent decides, not the last to complete", Options{}, []step{
 			feed(ex(conn1, 2, 20, 30, 7, 6, plain(1))),
-			feed(noResp(ex(conn1, 1, 0, noAnswer, 0, 0, plain(1)), "later response seen")),
+			feed(noResp(ex(conn1, 1, 0, noAnswer, 0, 0, plain(1)), decode.NoResponseLaterSeen)),
 			advance(1031, report{0, 2, Unconfirmed}),
 		}, Stats{Findings: 1, Settled: 1}},
 		{"acks=0 decides at once", Options{}, []step{
@@ -140,7 +140,7 @@ func TestLiveDecided(t *testing.T) {
 		{"an earlier attempt completing late reports again at once", Options{}, []step{
 			feed(ex(conn1, 1, 0, 10, 7, 5, plain(1))),
 			feed(ex(conn1, 3, 2000, 2010, 0, 6, plain(1)), report{0, 2, Duplicated}),
-			feed(noResp(ex(conn1, 2, 1000, noAnswer, 0, 0, plain(1)), "connection closed"), report{1, 3, Duplicated}),
+			feed(noResp(ex(conn1, 2, 1000, noAnswer, 0, 0, plain(1)), decode.NoResponseClosed), report{1, 3, Duplicated}),
 		}, Stats{Findings: 1, Revisions: 1}},
 		{"a revision waits for Settle again", Options{}, []step{
 			feed(ex(conn1, 1, 0, 10, 7, 5, plain(1))),
@@ -165,7 +165,7 @@ func TestLiveDecided(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []Finding
 			opts := tt.opts
-			opts.Live, opts.OnFinding = true, func(f Finding) { got = append(got, f) }
+			opts.Streaming, opts.OnFinding = true, func(f Finding) { got = append(got, f) }
 			if opts.Window == 0 {
 				opts.Window = time.Minute
 			}
@@ -195,10 +195,10 @@ func TestLiveDecided(t *testing.T) {
 	}
 }
 
-// TestLiveFlush: Flush reports what was not reported yet or changed since,
+// TestStreamingFlush: Flush reports what was not reported yet or changed since,
 // in order, and returns those, or with KeepFindings every finding's latest
 // revision; the counts follow the latest verdict of each finding.
-func TestLiveFlush(t *testing.T) {
+func TestStreamingFlush(t *testing.T) {
 	feedAll := func(d *Detector) {
 		d.Produce(ex(conn1, 1, 0, 10, 7, 5, plain(1)))             // A: decided at once
 		d.Produce(ex(conn1, 2, 20, 30, 0, 6, plain(1)))            //
@@ -206,12 +206,12 @@ func TestLiveFlush(t *testing.T) {
 		d.Produce(ex(conn1, 4, 120, 130, 7, 8, part(plain(2), 1))) //
 		d.Produce(ex(conn2, 5, 50, 60, 6, -1, plain(3)))           // C: reported, then
 		d.Produce(ex(conn2, 6, 70, 80, 0, 9, plain(3)))            // revised by a resend
-		d.Produce(noResp(ex(conn2, 7, 200, noAnswer, 0, 0, plain(3)), "connection closed"))
+		d.Produce(noResp(ex(conn2, 7, 200, noAnswer, 0, 0, plain(3)), decode.NoResponseClosed))
 	}
 	for _, keep := range []bool{false, true} {
 		t.Run(fmt.Sprintf("KeepFindings=%v", keep), func(t *testing.T) {
 			var emitted []Finding
-			d := New(Options{Live: true, KeepFindings: keep, OnFinding: func(f Finding) { emitted = append(emitted, f) }})
+			d := New(Options{Streaming: true, KeepFindings: keep, OnFinding: func(f Finding) { emitted = append(emitted, f) }})
 			feedAll(d)
 			if rs, want := reportsOf(emitted), []report{{0, 2, Duplicated}, {0, 2, Single}}; !reflect.DeepEqual(rs, want) {
 				t.Fatalf("before Flush: reported %v, want %v", rs, want)
@@ -244,9 +244,9 @@ func TestLiveFlush(t *testing.T) {
 	}
 }
 
-// TestLiveSameFindingsAsAnalyze: whatever Live reports along the way, the
-// latest revision of each finding is what a detector without Live gives.
-func TestLiveSameFindingsAsAnalyze(t *testing.T) {
+// TestStreamingSameFindingsAsAnalyze: whatever Streaming reports along the way, the
+// latest revision of each finding is what a detector without Streaming gives.
+func TestStreamingSameFindingsAsAnalyze(t *testing.T) {
 	for seed := range 200 {
 		data := make([]byte, 4*40)
 		x := uint32(seed)*2654435761 + 1
@@ -256,15 +256,15 @@ func TestLiveSameFindingsAsAnalyze(t *testing.T) {
 			x ^= x << 5
 			data[i] = byte(x)
 		}
-		checkLive(t, exchangesFrom(data))
+		checkStreaming(t, exchangesFrom(data))
 	}
 }
 
-// checkLive feeds xs to a detector without Live and to live ones with a
+// checkStreaming feeds xs to a detector without Streaming and to streaming ones with a
 // short Settle, and checks that they agree: every revision follows the
 // report it revises and holds more attempts, the latest reports are the
-// findings without Live, and so is Flush's list with KeepFindings.
-func checkLive(t *testing.T, xs []*decode.Exchange) {
+// findings without Streaming, and so is Flush's list with KeepFindings.
+func checkStreaming(t *testing.T, xs []*decode.Exchange) {
 	t.Helper()
 	plainRun := New(Options{})
 	for _, x := range xs {
@@ -273,7 +273,7 @@ func checkLive(t *testing.T, xs []*decode.Exchange) {
 	want := plainRun.Flush()
 	for _, keep := range []bool{false, true} {
 		var emitted []Finding
-		d := New(Options{Live: true, KeepFindings: keep, Settle: 20 * time.Millisecond,
+		d := New(Options{Streaming: true, KeepFindings: keep, Settle: 20 * time.Millisecond,
 			OnFinding: func(f Finding) { emitted = append(emitted, f) }})
 		for _, x := range xs {
 			d.Produce(x)
@@ -373,9 +373,9 @@ func sortedFindings(fs []Finding) []Finding {
 	return out
 }
 
-// TestNotLiveUnchanged: without Live nothing is reported before Window
+// TestNotStreamingUnchanged: without Streaming nothing is reported before Window
 // passes, whatever the answers, and Advance only moves the window.
-func TestNotLiveUnchanged(t *testing.T) {
+func TestNotStreamingUnchanged(t *testing.T) {
 	var emitted []Finding
 	d := New(Options{Window: time.Minute, OnFinding: func(f Finding) { emitted = append(emitted, f) }})
 	d.Produce(ex(conn1, 1, 0, 10, 7, 5, plain(1)))

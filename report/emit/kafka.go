@@ -1,4 +1,4 @@
-package report
+package emit
 
 import (
 	"bytes"
@@ -7,29 +7,31 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/report"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// DefaultKafkaBuffer is how many records a Kafka sink holds while the
+// DefaultBuffer is how many records a Kafka sink holds while the
 // brokers are slow or away before Finding fails with kgo.ErrMaxBuffered.
-const DefaultKafkaBuffer = 10000
+const DefaultBuffer = 10000
 
-// maxKafkaErrs bounds the distinct errors one returned error names.
-const maxKafkaErrs = 3
+// maxErrs bounds the distinct errors one returned error names.
+const maxErrs = 3
 
 // closeWait bounds how long Close waits, after closing the client, for the
 // promises of the records the client failed.
 const closeWait = 5 * time.Second
 
-// Kafka is a Writer that publishes each finding, and the summary, as one
+// Kafka is a report.Writer that publishes each finding, and the summary, as one
 // record to a Kafka topic with franz-go's kgo client, so that many hosts
-// feed one place. A record's value is exactly the JSON object NewJSON
+// feed one place. A record's value is exactly the JSON object report.NewJSON
 // writes on a line (without the newline); a finding's key is
 // CLIENT|BROKER|TOPIC|PARTITION|CRC (the batch's identity, so every report
 // of one batch lands on one partition), the summary's key is empty.
@@ -45,7 +47,7 @@ type Kafka struct {
 	conns *connSet
 
 	mu     sync.Mutex
-	enc    *lineEncoder
+	enc    *report.LineEncoder
 	closed bool
 
 	inflight sync.WaitGroup
@@ -55,11 +57,11 @@ type Kafka struct {
 	failed int64   // records that failed, all told
 	sent   int64   // records acknowledged
 	unseen int64   // failures not yet returned
-	errs   []error // their distinct errors, at most maxKafkaErrs
+	errs   []error // their distinct errors, at most maxErrs
 }
 
 // NewKafka returns a Kafka sink producing to topic through seeds. It sets
-// the client ID "kdupcap", a buffer of DefaultKafkaBuffer records and a
+// the client ID "kdupcap", a buffer of DefaultBuffer records and a
 // 30s delivery timeout; opts come after and override them, except the
 // dialer: NewKafka dials every connection itself (plain TCP, 10s timeout),
 // to know the emitter's own connections (IsOwnConn), so kgo.Dialer and
@@ -72,12 +74,12 @@ func NewKafka(seeds []string, topic string, opts ...kgo.Opt) (*Kafka, error) {
 	if err := checkTopic(topic); err != nil {
 		return nil, fmt.Errorf("report: kafka: %w", err)
 	}
-	k := &Kafka{topic: topic, conns: newConnSet(), enc: newLineEncoder()}
+	k := &Kafka{topic: topic, conns: newConnSet(), enc: report.NewLineEncoder()}
 	all := []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.DefaultProduceTopic(topic),
 		kgo.ClientID("kdupcap"),
-		kgo.MaxBufferedRecords(DefaultKafkaBuffer),
+		kgo.MaxBufferedRecords(DefaultBuffer),
 		kgo.RecordDeliveryTimeout(30 * time.Second),
 	}
 	all = append(all, opts...)
@@ -97,24 +99,24 @@ func (k *Kafka) Finding(f detect.Finding) error {
 	if k.closed {
 		return errors.New("report: kafka: finding after Close")
 	}
-	line, err := k.enc.finding(&f)
+	line, err := k.enc.Finding(&f)
 	if err != nil {
 		return fmt.Errorf("report: kafka: encoding finding: %w", err)
 	}
-	key := strings.Join([]string{f.Client.String(), f.Broker.String(), topicName(&f),
-		itoa(f.Partition), formatCRC(f.BatchCRC)}, "|")
+	key := strings.Join([]string{f.Client.String(), f.Broker.String(), report.TopicName(&f),
+		strconv.Itoa(int(f.Partition)), fmt.Sprintf("0x%08x", f.BatchCRC)}, "|")
 	k.produce([]byte(key), line)
 	return k.takeErr()
 }
 
 // Summary produces s's record.
-func (k *Kafka) Summary(s Summary) error {
+func (k *Kafka) Summary(s report.Summary) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closed {
 		return errors.New("report: kafka: summary after Close")
 	}
-	line, err := k.enc.summary(&s)
+	line, err := k.enc.Summary(&s)
 	if err != nil {
 		return fmt.Errorf("report: kafka: encoding summary: %w", err)
 	}
@@ -143,7 +145,7 @@ func (k *Kafka) done(_ *kgo.Record, err error) {
 	}
 	k.failed++
 	k.unseen++
-	if len(k.errs) < maxKafkaErrs && !slices.ContainsFunc(k.errs, func(e error) bool { return e.Error() == err.Error() }) {
+	if len(k.errs) < maxErrs && !slices.ContainsFunc(k.errs, func(e error) bool { return e.Error() == err.Error() }) {
 		k.errs = append(k.errs, err)
 	}
 }
@@ -213,4 +215,12 @@ func (k *Kafka) Close(ctx context.Context) error {
 		errs = append([]error{err}, errs...)
 	}
 	return errors.Join(errs...)
+}
+
+// plural is "1 noun" or "N nouns".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatInt(n, 10) + " " + noun + "s"
 }

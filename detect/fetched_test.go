@@ -25,15 +25,15 @@ func at(b decode.Batch, off int64) decode.FetchedBatch {
 // filler is another batch of 10 records, fetched around the finding's.
 func filler(off int64) decode.FetchedBatch { return at(plain(0xf111), off) }
 
-func TestFetchEvidence(t *testing.T) {
+func TestFetchProof(t *testing.T) {
 	tests := []struct {
-		name     string
-		window   time.Duration
-		feed     func(d *Detector)
-		verdict  Verdict
-		evidence Evidence
-		fetched  []int64
-		reason   string
+		name    string
+		window  time.Duration
+		feed    func(d *Detector)
+		verdict Verdict
+		proof   Proof
+		fetched []int64
+		reason  string
 	}{
 		{
 			name: "fetched twice decides an unanswered resend",
@@ -42,7 +42,7 @@ func TestFetchEvidence(t *testing.T) {
 				d.Produce(ex(conn1, 2, 100, noAnswer, 0, 0, plain(7)))
 				d.Fetch(fetched(500, 30, at(plain(7), 0), filler(10), at(plain(7), 20)))
 			},
-			verdict: Duplicated, evidence: EvidenceFetch, fetched: []int64{0, 20},
+			verdict: Duplicated, proof: ProofFetch, fetched: []int64{0, 20},
 			reason: "fetched data holds the batch at offsets 0 and 20: the log holds the batch twice",
 		},
 		{
@@ -52,7 +52,7 @@ func TestFetchEvidence(t *testing.T) {
 				d.Produce(ex(conn1, 2, 100, noAnswer, 0, 0, plain(7)))
 				d.Fetch(fetched(500, 20, filler(0), at(plain(7), 10)))
 			},
-			verdict: Single, evidence: EvidenceFetch, fetched: []int64{10},
+			verdict: Single, proof: ProofFetch, fetched: []int64{10},
 			reason: "and nowhere else up to the high watermark 20",
 		},
 		{
@@ -64,7 +64,7 @@ func TestFetchEvidence(t *testing.T) {
 				d.Produce(ex(conn2, 1, 60_000, 60_001, 0, 40, plain(8))) // the window passes
 				d.Fetch(fetched(90_000, 50, at(plain(7), 0), filler(10), at(plain(7), 20)))
 			},
-			verdict: Duplicated, evidence: EvidenceFetch, fetched: []int64{0, 20},
+			verdict: Duplicated, proof: ProofFetch, fetched: []int64{0, 20},
 		},
 		{
 			name: "fetched once before the resend decides nothing",
@@ -73,7 +73,7 @@ func TestFetchEvidence(t *testing.T) {
 				d.Fetch(fetched(50, 20, filler(0), at(plain(7), 10)))
 				d.Produce(ex(conn1, 2, 100, noAnswer, 0, 0, plain(7)))
 			},
-			verdict: Unconfirmed, evidence: EvidenceProduce, fetched: []int64{10},
+			verdict: Unconfirmed, proof: ProofProduce, fetched: []int64{10},
 			reason: "did not read on to where a second copy would be",
 		},
 		{
@@ -84,7 +84,7 @@ func TestFetchEvidence(t *testing.T) {
 				d.Fetch(fetched(500, 30, at(plain(7), 10)))
 				d.Fetch(fetched(600, 30, filler(21)))
 			},
-			verdict: Unconfirmed, evidence: EvidenceProduce, fetched: []int64{10},
+			verdict: Unconfirmed, proof: ProofProduce, fetched: []int64{10},
 		},
 		{
 			name: "responses and fetches agree",
@@ -94,7 +94,7 @@ func TestFetchEvidence(t *testing.T) {
 				d.Produce(ex(conn1, 2, 20, 30, 0, 15, plain(7)))
 				d.Fetch(fetched(40, 25, at(plain(7), 15)))
 			},
-			verdict: Duplicated, evidence: EvidenceBoth, fetched: []int64{5, 15},
+			verdict: Duplicated, proof: ProofBoth, fetched: []int64{5, 15},
 		},
 		{
 			name: "fetched data shows a third copy",
@@ -103,7 +103,7 @@ func TestFetchEvidence(t *testing.T) {
 				d.Produce(ex(conn1, 2, 20, 30, 0, 15, plain(7)))
 				d.Fetch(fetched(40, 35, at(plain(7), 5), at(plain(7), 25)))
 			},
-			verdict: Duplicated, evidence: EvidenceBoth, fetched: []int64{5, 25},
+			verdict: Duplicated, proof: ProofBoth, fetched: []int64{5, 25},
 			reason: "fetched data holds the batch at offsets 5 and 25: the log holds the batch 3 times",
 		},
 		{
@@ -113,7 +113,7 @@ func TestFetchEvidence(t *testing.T) {
 				d.Produce(ex(conn1, 2, 20, 30, 0, 15, plain(7)))
 				d.Fetch(fetched(40, 25, at(plain(7), 5)))
 			},
-			verdict: Duplicated, evidence: EvidenceBoth, fetched: []int64{5},
+			verdict: Duplicated, proof: ProofBoth, fetched: []int64{5},
 		},
 		{
 			name: "another partition's batch is not this one",
@@ -124,7 +124,7 @@ func TestFetchEvidence(t *testing.T) {
 				f.Partitions[0].Partition = 1
 				d.Fetch(f)
 			},
-			verdict: Unconfirmed, evidence: EvidenceProduce,
+			verdict: Unconfirmed, proof: ProofProduce,
 		},
 		{
 			name: "idempotent: matched by sequence whatever the CRC",
@@ -133,7 +133,7 @@ func TestFetchEvidence(t *testing.T) {
 				d.Produce(ex(conn1, 2, 20, 30, 0, 3, idem(4, 70)))
 				d.Fetch(fetched(40, 4, at(idem(4, 71), 3)))
 			},
-			verdict: Deduplicated, evidence: EvidenceBoth, fetched: []int64{3},
+			verdict: Deduplicated, proof: ProofBoth, fetched: []int64{3},
 		},
 	}
 	for _, tt := range tests {
@@ -145,9 +145,9 @@ func TestFetchEvidence(t *testing.T) {
 				t.Fatalf("%d findings, want 1", len(fs))
 			}
 			f := fs[0]
-			if f.Verdict != tt.verdict || f.Evidence != tt.evidence || !slices.Equal(f.FetchedOffsets, tt.fetched) {
-				t.Errorf("%s by %s, fetched at %v; want %s by %s at %v: %s", f.Verdict, f.Evidence, f.FetchedOffsets,
-					tt.verdict, tt.evidence, tt.fetched, f.Reason)
+			if f.Verdict != tt.verdict || f.Proof != tt.proof || !slices.Equal(f.FetchedOffsets, tt.fetched) {
+				t.Errorf("%s by %s, fetched at %v; want %s by %s at %v: %s", f.Verdict, f.Proof, f.FetchedOffsets,
+					tt.verdict, tt.proof, tt.fetched, f.Reason)
 			}
 			if !strings.Contains(f.Reason, tt.reason) {
 				t.Errorf("reason %q lacks %q", f.Reason, tt.reason)

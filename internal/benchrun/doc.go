@@ -1,0 +1,38 @@
+// Package benchrun measures whole programs on one generated capture, side by
+// side, each as its own process: the bare pcapgo read loop (the practical
+// limit), `kdupcap analyze`, and tshark's Kafka dissector when installed. For
+// each it records wall time, throughput in MB/s and packets/s, and the peak
+// resident set size the kernel reports for the process (rusage ru_maxrss).
+// `make bench` and `make bench-big` run it through cmd/benchrun; analyze's
+// findings are checked against the generator's manifest, so a fast but wrong
+// run fails the bench.
+//
+// # Place in the flow
+//
+// benchrun sits outside the flow (capture -> decode -> detect -> profile ->
+// report -> pipeline -> cmd/kdupcap): it runs the built binaries and reads
+// what they print. It imports internal/gencap for the Manifest, and must
+// never import capture, decode, detect, profile, report or pipeline: it
+// measures the programs as a user runs them, not their packages.
+//
+// # What it takes and gives
+//
+// [File] takes a [Config] (the binaries to run, how many times) and a capture
+// whose manifest lies beside it, and gives one [Measure] per tool;
+// [CheckFindings] compares analyze's JSON Lines with a [gencap.Manifest];
+// [WriteTable] and [Ratios] print the measures. cmd/benchrun is the command,
+// and cmd/readloop the read loop it measures, reading a pcap with pcapgo
+// alone.
+//
+// # Bytes and bad input
+//
+// A program's stdout is only counted, except the read loop's JSON and
+// analyze's findings, which are parsed. A tool that fails is an error naming
+// it and its arguments, with the first lines of its stderr; findings that
+// differ from the manifest are an error, and so is an analyze whose peak RSS
+// passes Config.MaxRSS: memory must not grow with the file.
+//
+// # Files
+//
+//   - benchrun.go: Config, Measure, File, CheckFindings, WriteTable and Ratios.
+package benchrun
