@@ -20,7 +20,9 @@ FUZZ_TARGETS = \
 	./decode:FuzzFetchResponse \
 	./decode:FuzzSASL \
 	./detect:FuzzOrder \
-	./detect:FuzzRecordMatch
+	./detect:FuzzRecordMatch \
+	./capture/tlsdecrypt:FuzzRecords \
+	./capture/tlsdecrypt:FuzzKeyLog
 
 .PHONY: all build demo test lint unit fuzz-smoke fuzz bench bench-big bench-tools clean
 

@@ -26,7 +26,8 @@
 // SaslHandshake v0 with no Kafka header are skipped as authentication,
 // never taken as malformed frames. No password, SCRAM nonce, proof or salt,
 // or bearer token is kept, copied or put in a message; decode's own copy of
-// a token's frame is zeroed once read. Other requests are only kept pending. The side on a configured Kafka port
+// a token's frame is zeroed once read, and the time of each authentication
+// is listed (ConnSummary.SASLSpans) for evidence writers to leave out. Other requests are only kept pending. The side on a configured Kafka port
 // is the broker; otherwise (Options.Sniff) the side whose bytes parse as a
 // whole request frame is the client. Which packet came first decides nothing.
 //

@@ -116,7 +116,7 @@ func (c *Conn) saslSpanEnd(ts time.Time) {
 	}
 }
 
-// state returns c's SASL state, made on first use.
+// saslState returns c's SASL state, made on first use.
 func (c *Conn) saslState() *saslConn {
 	if c.sasl == nil {
 		c.sasl = new(saslConn)
@@ -261,6 +261,7 @@ func (c *Conn) saslRequest(dir *direction, h requestHeader, body []byte, pos int
 		}
 		if !s.active {
 			// The capture began after the handshake: mechanism unknown.
+			c.saslSpanEnd(ts)
 			*s = saslConn{active: true}
 			c.saslBegin(ts)
 		}

@@ -18,12 +18,13 @@ type Analysis struct {
 	single  *single
 	sharded *sharded
 	prof    *profile.Profiler
+	tls     *tlsLayer
 	in      Inputs
 }
 
 // NewAnalysis returns an Analysis with o; o.Check must have passed.
 func NewAnalysis(o Options) *Analysis {
-	a := &Analysis{opts: o, prof: profile.New(profile.Options{})}
+	a := &Analysis{opts: o, prof: profile.New(profile.Options{}), tls: newTLSLayer(o.TLSKeyLogs)}
 	observe := a.prof.Produce
 	if o.Observe != nil {
 		observe = func(x *decode.Exchange) {
@@ -31,7 +32,7 @@ func NewAnalysis(o Options) *Analysis {
 			o.Observe(x)
 		}
 	}
-	st := stages{det: o.detectOptions(), dec: o.decodeOptions(), asm: o.assemblerOptions(), observe: observe}
+	st := stages{det: o.detectOptions(), dec: o.decodeOptions(), asm: o.assemblerOptions(), observe: observe, wrap: a.tls.wrap}
 	if n := o.workers(); n > 1 {
 		a.sharded = newSharded(st, n)
 	} else {
@@ -56,7 +57,9 @@ func (a *Analysis) Stats() detect.Stats {
 // run. Read is called once.
 func (a *Analysis) Read(in Inputs, onRead func(inputBytes int64)) []error {
 	a.in = in
-	m, errs := in.open()
+	errs := a.tls.load()
+	m, oerrs := in.open(a.tls.secrets)
+	errs = append(errs, oerrs...)
 	defer m.Close()
 	if a.sharded != nil {
 		return append(errs, a.sharded.read(m, onRead)...)
@@ -82,12 +85,16 @@ func (a *Analysis) Finish() []detect.Finding {
 // Producers returns the producer profiles, after Finish.
 func (a *Analysis) Producers() []profile.Producer { return a.prof.Producers() }
 
-// Errors returns the first malformed-input messages, in capture order.
+// Errors returns the first malformed-input messages, in capture order,
+// then those of the key log lines that did not parse.
 func (a *Analysis) Errors() []string {
+	var errs []string
 	if a.sharded != nil {
-		return a.sharded.shared.Errors()
+		errs = a.sharded.shared.Errors()
+	} else {
+		errs = a.single.dec.Errors()
 	}
-	return a.single.dec.Errors()
+	return append(errs, a.tls.malformed()...)
 }
 
 // Summary is the run's summary, after Finish; inputErrs are the errors
@@ -107,5 +114,6 @@ func (a *Analysis) Summary(inputErrs []string) report.Summary {
 	}
 	s := buildSummary(a.in.Files, inputErrs, cs, ds, conns, ts)
 	s.ProducerExchangesOmitted = a.prof.Omitted()
+	s.TLS = a.tls.summary()
 	return s
 }

@@ -49,5 +49,6 @@
 //   - analysis.go: Analysis, the run of `kdupcap analyze`.
 //   - live.go: Live, the run of `kdupcap live`, its drop marks and evidence files.
 //   - evidence.go: the spans a finding's evidence keeps; WriteEvidence.
+//   - sasl.go: withoutSASL, which cuts SASL authentications out of them.
 //   - summary.go: report.Summary from the stages' counts.
 package pipeline

@@ -113,7 +113,7 @@ func (a *Analysis) WriteEvidence(w io.Writer, findings []detect.Finding) (int, e
 	if err != nil {
 		return 0, err
 	}
-	m, _ := a.in.open()
+	m, _ := a.in.open(nil)
 	defer m.Close()
 	var werr error
 	eachPacket(m, nil, func(pkt capture.Packet) {

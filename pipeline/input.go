@@ -26,9 +26,10 @@ type Inputs struct {
 // second (256 packets are 16 MiB at most).
 const progressEvery = 255
 
-// open opens the files and merges them; it returns the errors of the files
-// that could not be opened, each naming its file.
-func (in Inputs) open() (*capture.Merged, []error) {
+// open opens the files and merges them, handing onSecrets (if set) the key
+// logs of pcapng secrets blocks; it returns the errors of the files that
+// could not be opened, each naming its file.
+func (in Inputs) open(onSecrets func(source string, keylog []byte)) (*capture.Merged, []error) {
 	var (
 		errs  []error
 		srcs  []*capture.Source
@@ -53,7 +54,7 @@ func (in Inputs) open() (*capture.Merged, []error) {
 			sskew = append(sskew, in.Skew[i])
 		}
 	}
-	return capture.Merge(srcs, capture.MergeOptions{ClockSkew: sskew}), errs
+	return capture.Merge(srcs, capture.MergeOptions{ClockSkew: sskew, OnSecrets: onSecrets}), errs
 }
 
 // eachPacket hands fn every packet of m in merged order, telling onRead

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kdupcap/kdupcap/capture"
 	"github.com/kdupcap/kdupcap/capture/live"
+	"github.com/kdupcap/kdupcap/capture/tlsdecrypt"
 	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/profile"
@@ -79,6 +80,12 @@ type Live struct {
 	p        *single
 	prof     *profile.Profiler
 	evidence *capture.Evidence
+	tls      *tlsLayer
+	// keyFiles follow Options.TLSKeyLogs as they grow; keyErr says which
+	// one's error was told already.
+	keyFiles []*tlsdecrypt.Follower
+	keyErr   []bool
+	nextPoll time.Time
 
 	findings   int              // first reports, for Count
 	toEvidence []detect.Finding // decided during the last packet, written after it
@@ -113,8 +120,13 @@ func NewLive(o LiveOptions, src LiveSource) (*Live, error) {
 	l.prof = profile.New(profile.Options{Revisable: window + settle,
 		MaxPending: max(maxBatches*profile.DefaultMaxPending/detect.DefaultMaxBatches, 1)})
 
+	l.tls = newTLSLayer(nil)
+	for _, name := range o.TLSKeyLogs {
+		l.keyFiles = append(l.keyFiles, l.tls.keys.Follow(name))
+	}
+	l.keyErr = make([]bool, len(l.keyFiles))
 	st := stages{det: o.detectOptions(), dec: o.decodeOptions(), asm: o.assemblerOptions(),
-		observe: l.observe, ignore: o.Ignore}
+		observe: l.observe, ignore: o.Ignore, wrap: l.tls.wrap}
 	st.det.Streaming, st.det.Settle, st.det.OnFinding = true, o.Settle, l.finding
 	st.dec.MaxConnections = maxLiveConnections
 	st.asm.Evidence = l.evidence
@@ -134,6 +146,7 @@ func (l *Live) Run(ctx context.Context) error {
 		deadline = start.Add(l.opts.Duration)
 	}
 	sinceDropCheck := 0
+	l.pollKeys(start)
 	for {
 		if ctx.Err() != nil || (l.opts.Count > 0 && l.findings >= l.opts.Count) {
 			return nil
@@ -155,6 +168,9 @@ func (l *Live) Run(ctx context.Context) error {
 			return err
 		}
 		l.writeEvidence()
+		if !now.Before(l.nextPoll) {
+			l.pollKeys(now)
+		}
 		// Reading the kernel's counters is a system call: not per packet.
 		if sinceDropCheck >= dropCheckEvery {
 			sinceDropCheck = 0
@@ -180,14 +196,34 @@ func (l *Live) Stats() detect.Stats { return l.p.det.Stats() }
 // Producers returns the producer profiles.
 func (l *Live) Producers() []profile.Producer { return l.prof.Producers() }
 
-// Errors returns the first malformed-input messages.
-func (l *Live) Errors() []string { return l.p.dec.Errors() }
+// Errors returns the first malformed-input messages, then those of the key
+// log lines that did not parse.
+func (l *Live) Errors() []string { return append(l.p.dec.Errors(), l.tls.malformed()...) }
+
+// keyPollEvery is how often a Live run reads what was appended to its key
+// log files: a connection's keys are written once its handshake is done,
+// and its records wait, bounded, until they come.
+const keyPollEvery = 250 * time.Millisecond
+
+// pollKeys reads the lines appended to the key log files; a file that
+// cannot be read is said once on Warnings, and tried again.
+func (l *Live) pollKeys(now time.Time) {
+	l.nextPoll = now.Add(keyPollEvery)
+	for i, f := range l.keyFiles {
+		_, err := f.Poll()
+		if err != nil && !l.keyErr[i] && l.opts.Warnings != nil {
+			fmt.Fprintf(l.opts.Warnings, "kdupcap: --tls-keylog: %v\n", err)
+		}
+		l.keyErr[i] = err != nil
+	}
+}
 
 // Summary is the run's summary, after Finish.
 func (l *Live) Summary() report.Summary {
 	s := buildSummary([]string{l.opts.Name}, nil, l.p.asm.Stats(), l.p.dec.Stats(), l.p.dec.Connections(), l.p.det.Stats())
 	s.Drops = int64(l.src.Stats().Drops)
 	s.ProducerExchangesOmitted = l.prof.Omitted()
+	s.TLS = l.tls.summary()
 	return s
 }
 

@@ -41,6 +41,11 @@ type Options struct {
 	// goroutine does all; 0: AutoWorkers). The findings are the same for
 	// any number. Live runs use one.
 	Workers int
+	// TLSKeyLogs are NSS key log files (SSLKEYLOGFILE) with the secrets of
+	// TLS connections the capture holds; the secrets blocks of a pcapng
+	// capture are read with no file named. A Live run follows the files as
+	// they grow.
+	TLSKeyLogs []string
 	// Observe, if set, sees every produce exchange before detect does, in
 	// capture order, for as long as the call lasts (decode.Sink's rules).
 	Observe func(*decode.Exchange)

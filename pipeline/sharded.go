@@ -218,7 +218,11 @@ func newSharded(st stages, n int) *sharded {
 			w.free <- &shardBatch{data: make([]byte, 0, batchBytes), items: make([]shardItem, 0, 256)}
 		}
 		w.dec = decode.New(shardSink{w: w, printer: sp.printer, every: st.det.AllRecords}, st.dec)
-		w.asm = capture.NewAssembler(streamsOf(w.dec), sp.asmOpts)
+		newStream := streamsOf(w.dec)
+		if st.wrap != nil {
+			newStream = st.wrap(newStream)
+		}
+		w.asm = capture.NewAssembler(newStream, sp.asmOpts)
 		sp.workers = append(sp.workers, w)
 	}
 	sp.outs, sp.have, sp.pos = make([][]shardEvent, n), make([]bool, n), make([]int, n)

@@ -31,6 +31,8 @@ type stages struct {
 	// ignore, if set, keeps connections it answers true for out of the
 	// run (kdupcap's own emission traffic).
 	ignore func(a, b netip.AddrPort) bool
+	// wrap, if set, stands between reassembly and decode: TLS decryption.
+	wrap func(capture.NewStreamFunc) capture.NewStreamFunc
 }
 
 // observed is the Detector as decode's sink (fetches and transactions
@@ -65,6 +67,9 @@ func newSingle(st stages) *single {
 	}
 	p.dec = decode.New(sink, st.dec)
 	newStream := streamsOf(p.dec)
+	if st.wrap != nil {
+		newStream = st.wrap(newStream)
+	}
 	ignore := st.ignore
 	p.asm = capture.NewAssembler(func(a, b netip.AddrPort, ts time.Time) capture.Stream {
 		if ignore == nil {

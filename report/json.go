@@ -156,6 +156,7 @@ type jsonSummary struct {
 	EvictedAgeMillis         float64       `json:"evicted_age_ms,omitempty"`
 	ByVerdict                jsonByVerdict `json:"by_verdict"`
 	Topics                   []jsonTopic   `json:"topics"`
+	TLS                      *jsonTLS      `json:"tls,omitempty"`
 	Errors                   []string      `json:"errors"`
 }
 
@@ -340,6 +341,7 @@ func toJSONSummary(s *Summary) jsonSummary {
 			Rejected:     s.ByVerdict[string(detect.Rejected)],
 		},
 		Topics: make([]jsonTopic, len(s.ByTopic)),
+		TLS:    toJSONTLS(s.TLS),
 		Errors: append([]string{}, s.Errors...),
 	}
 	for i, c := range s.KafkaConnections {

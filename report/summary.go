@@ -53,6 +53,10 @@ type Summary struct {
 	ByVerdict      map[string]int64
 	ByTopic        []TopicCount
 
+	// TLS is what the run saw of TLS connections (tls.go); nil when it
+	// saw none and read no key log.
+	TLS *TLSSummary
+
 	// Errors holds input errors that ended reading early (file and position).
 	Errors []string
 }

@@ -171,6 +171,10 @@ func (t *tableWriter) Summary(s Summary) error {
 		}
 	}
 
+	if err := t.tlsTable(b, s.TLS); err != nil {
+		return err
+	}
+
 	if len(s.ByTopic) > 0 {
 		b.WriteString("\nTopics\n")
 		tbl := t.tables.get(left, right, right, right, right)

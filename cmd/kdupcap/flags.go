@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/kdupcap/kdupcap/detect"
 )
@@ -62,3 +63,19 @@ const workersUsage = "reassemble and decode connections on `N` goroutines, sprea
 
 // scopeUsage is the help text of --scope.
 const scopeUsage = "which re-sends to find: connection (on one connection), client (across connections of one client: same IP and client.id, or same producer ID and epoch), or both"
+
+// tlsKeyLogUsage is the help text of --tls-keylog.
+const tlsKeyLogUsage = "an NSS key log `FILE` (SSLKEYLOGFILE; CLIENT_RANDOM and the TLS 1.3 secrets) to decrypt TLS connections with; repeat for more files. A pcapng's own Decryption Secrets Blocks are read with no flag"
+
+// filesFlag collects a repeated flag's file names.
+type filesFlag []string
+
+func (f *filesFlag) String() string { return strings.Join(*f, ",") }
+
+func (f *filesFlag) Set(s string) error {
+	if s == "" {
+		return fmt.Errorf("empty file name")
+	}
+	*f = append(*f, s)
+	return nil
+}

@@ -171,6 +171,7 @@ type cliOutput struct {
 type cliResult struct {
 	cliOutput
 	Code   int
+	Stdout string // as written, for the fields cliOutput does not read
 	Stderr string
 }
 
@@ -181,7 +182,8 @@ func cliAnalyze(t *testing.T, stdin io.Reader, args ...string) cliResult {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := run(append([]string{"analyze", "--format", "json"}, args...), stdin, &stdout, &stderr)
-	res := cliResult{cliOutput: parseJSONLines(t, &stdout), Code: code, Stderr: stderr.String()}
+	res := cliResult{Code: code, Stdout: stdout.String(), Stderr: stderr.String()}
+	res.cliOutput = parseJSONLines(t, &stdout)
 	if !res.SawSummary {
 		t.Fatalf("no summary line in output (exit %d, stderr %s)", code, res.Stderr)
 	}

@@ -82,6 +82,7 @@ func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*li
 	fs.IntVar(&o.Records, "records", 0, recordsUsage+" (shown by --format json)")
 	fs.BoolVar(&o.RecordMatch, "record-match", true, recordMatchUsage)
 	fs.BoolVar(&o.AppDuplicates, "app-duplicates", false, appDuplicatesUsage)
+	fs.Var((*filesFlag)(&o.TLSKeyLogs), "tls-keylog", tlsKeyLogUsage+"; followed as it grows")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

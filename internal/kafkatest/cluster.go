@@ -1,6 +1,7 @@
 package kafkatest
 
 import (
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -25,6 +26,7 @@ type Cluster struct {
 	events   []Event
 	topicIDs map[[16]byte]string
 	legacy   bool // advertise Produce and Fetch from v0
+	tls      *tls.Config
 }
 
 // NewCluster starts a one-broker kfake cluster on a free port of 127.0.0.1
@@ -132,7 +134,25 @@ func (l *listener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg := l.c.tlsConfig(); cfg != nil {
+		// TLS ends here, before the faults: they read plaintext.
+		nc = tls.Server(nc, cfg)
+	}
 	return newConn(nc, l.c), nil
+}
+
+// SetTLS makes the connections accepted from now on speak TLS with cfg
+// (nil: plaintext); see TLS.
+func (c *Cluster) SetTLS(cfg *tls.Config) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tls = cfg
+}
+
+func (c *Cluster) tlsConfig() *tls.Config {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tls
 }
 
 // faultCounts is one connection's count of the produce requests each fault

@@ -27,10 +27,11 @@
 //
 // # Imports
 //
-// It imports kfake, kgo, kmsg, sarama and kafka-go, and of kdupcap's own
-// packages only internal/kwire and internal/testenv; it must never import
-// kdupcap's stages (capture, decode, detect, profile, report, pipeline): the
-// harness judges them, it must not share their code or their mistakes.
+// It imports kfake, kgo (and its sasl/plain and sasl/scram), kmsg, sarama
+// and kafka-go, and of kdupcap's own packages only internal/kwire and
+// internal/testenv; it must never import kdupcap's stages (capture, decode,
+// detect, profile, report, pipeline): the harness judges them, it must not
+// share their code or their mistakes.
 //
 // # Bytes and bad input
 //

@@ -30,6 +30,8 @@ type Producer struct {
 	PerRequest int
 	// SASL, when set, authenticates the producer (sasl.go).
 	SASL *SASL
+	// TLS, when set, connects over TLS (tls.go).
+	TLS *TLS
 
 	// Settings beyond the defaults (see settings.go).
 	Settings
@@ -65,6 +67,7 @@ func Produce(ctx context.Context, addr, topic string, p Producer, values []strin
 		return err
 	}
 	more = append(more, auth...)
+	more = append(more, p.TLS.kgoOpts()...)
 	cl, err := kgo.NewClient(append(opts, more...)...)
 	if err != nil {
 		return fmt.Errorf("kafkatest: producer: %w", err)

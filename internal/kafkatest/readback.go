@@ -159,15 +159,16 @@ const maxFetches = 10000
 // structure is kept. Compressed batches are decompressed with kgo's
 // DefaultDecompressor.
 func ReadBack(ctx context.Context, addr, topic string) (*Log, error) {
-	return readBack(ctx, addr, topic, nil)
+	return readBack(ctx, addr, topic, nil, nil)
 }
 
-// readBack is ReadBack authenticating as auth, when not nil.
-func readBack(ctx context.Context, addr, topic string, auth *SASL) (*Log, error) {
+// readBack is ReadBack authenticating as auth and over tl, when not nil.
+func readBack(ctx context.Context, addr, topic string, auth *SASL, tl *TLS) (*Log, error) {
 	opts, err := auth.kgoOpts()
 	if err != nil {
 		return nil, err
 	}
+	opts = append(opts, tl.kgoOpts()...)
 	cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(addr))...)
 	if err != nil {
 		return nil, fmt.Errorf("kafkatest: read back %s: %w", topic, err)

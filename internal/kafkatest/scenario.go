@@ -32,6 +32,9 @@ type Scenario struct {
 	// the kgo producer (Produce nil) and the read back authenticate with
 	// it, a ProduceFunc must itself (KcatProduce(SASL.KcatSettings()...)).
 	SASL *SASL
+	// TLS, when set, puts the cluster's listener behind TLS (tls.go); the
+	// kgo producer and the read back connect over it.
+	TLS *TLS
 }
 
 // Result is what a Scenario left behind.
@@ -61,6 +64,9 @@ func Run(ctx context.Context, s Scenario, pcap string) (*Result, error) {
 	}
 	defer c.Close()
 	c.SetLegacyVersions(s.LegacyVersions)
+	if s.TLS != nil {
+		c.SetTLS(s.TLS.server())
+	}
 
 	res := &Result{Values: Values(s.Name, s.Records), Port: c.Port()}
 	var capt *Capture
@@ -83,6 +89,9 @@ func Run(ctx context.Context, s Scenario, pcap string) (*Result, error) {
 		if p.SASL == nil {
 			p.SASL = s.SASL
 		}
+		if p.TLS == nil {
+			p.TLS = s.TLS
+		}
 		produce = func(ctx context.Context, addr, topic string, values []string) error {
 			return Produce(ctx, addr, topic, p, values)
 		}
@@ -99,7 +108,7 @@ func Run(ctx context.Context, s Scenario, pcap string) (*Result, error) {
 	if perr != nil {
 		return res, fmt.Errorf("kafkatest: scenario %s: %w", s.Name, perr)
 	}
-	res.Log, err = readBack(ctx, c.Addr(), s.Topic, s.SASL)
+	res.Log, err = readBack(ctx, c.Addr(), s.Topic, s.SASL, s.TLS)
 	if err != nil {
 		return res, fmt.Errorf("kafkatest: scenario %s: %w", s.Name, err)
 	}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kdupcap/kdupcap/internal/kafkatest"
+	"github.com/kdupcap/kdupcap/internal/testenv"
+)
+
+// tlsSummary is what the TLS tests read of the summary line.
+type tlsSummary struct {
+	Type      string `json:"type"`
+	Malformed int64  `json:"malformed"`
+	Resyncs   int64  `json:"resyncs"`
+	TLS       *struct {
+		Connections []struct {
+			Client      string `json:"client"`
+			Broker      string `json:"broker"`
+			Version     string `json:"version"`
+			CipherSuite string `json:"cipher_suite"`
+			SNI         string `json:"sni"`
+			Status      string `json:"status"`
+			Resumed     bool   `json:"resumed"`
+			Bytes       int64  `json:"decrypted_bytes"`
+		} `json:"connections"`
+		Total     int      `json:"total"`
+		Decrypted int      `json:"decrypted"`
+		NoKey     int      `json:"no_key"`
+		BadMAC    int      `json:"bad_mac"`
+		Hints     []string `json:"hints"`
+	} `json:"tls"`
+}
+
+// tlsOf reads the summary line of analyze's JSON output.
+func tlsOf(t *testing.T, out string) tlsSummary {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, `"type":"summary"`) {
+			continue
+		}
+		var s tlsSummary
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			t.Fatalf("summary line: %v", err)
+		}
+		return s
+	}
+	t.Fatal("no summary line")
+	return tlsSummary{}
+}
+
+// TestTLSRealTraffic captures franz-go kgo producers that talk TLS to
+// kfake (TLS 1.3, and TLS 1.2 with an ECDHE-GCM and a CBC suite), their
+// produce responses answered REQUEST_TIMED_OUT after the append, with the
+// client's key log written as it connects. Decrypted with the key log, the
+// capture gives the findings the broker's log read back calls for, with
+// every TLS connection named and decrypted; with the keys injected into
+// the capture (editcap's pcapng Decryption Secrets Block), the same
+// findings with no flag; with no key, no finding and TLS connections named
+// "no key" with the hint; with a wrong key, no finding and the failed
+// authentication counted. The capture itself holds no record value in the
+// clear, so the test proves decryption.
+func TestTLSRealTraffic(t *testing.T) {
+	testenv.Capture(t)
+	editcap := testenv.Tool(t, "editcap")
+	timedOut := []kafkatest.Fault{{Action: kafkatest.TimedOutAfterAppend, Every: 3, Max: 2}}
+	tests := []struct {
+		name        string
+		maxVersion  uint16
+		suites      []uint16
+		idempotent  bool
+		wantVersion string
+		wantSuite   string
+	}{
+		{name: "TLS 1.3 nonidempotent", wantVersion: "TLS 1.3"},
+		{name: "TLS 1.3 idempotent", idempotent: true, wantVersion: "TLS 1.3"},
+		{name: "TLS 1.2 ECDHE-GCM nonidempotent", maxVersion: tls.VersionTLS12,
+			suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}, wantVersion: "TLS 1.2", wantSuite: "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"},
+		{name: "TLS 1.2 CBC nonidempotent", maxVersion: tls.VersionTLS12,
+			suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA}, wantVersion: "TLS 1.2", wantSuite: "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			keyPath := filepath.Join(dir, "keys.log")
+			keyFile, err := os.Create(keyPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tl, err := kafkatest.NewTLS(keyFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tl.MaxVersion, tl.CipherSuites = tt.maxVersion, tt.suites
+			s := kafkatest.Scenario{
+				Name: fmt.Sprintf("tls%d", i), Topic: fmt.Sprintf("tls-%d", i),
+				Records: 9, Partitions: 2, Faults: timedOut, TLS: tl,
+				Producer: kafkatest.Producer{Idempotent: tt.idempotent, ClientID: "kgo-tls",
+					ProduceTimeout: 300 * time.Millisecond, TimeoutOverhead: 2 * time.Second},
+			}
+			res, pcap := runCaptured(t, s, 30*time.Second)
+			if err := keyFile.Close(); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := os.ReadFile(pcap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(raw, []byte(res.Values[0])) {
+				t.Fatal("harness: a record value is in the capture in the clear: the traffic is not TLS")
+			}
+			checkHarness(t, res, true, tt.idempotent)
+
+			// With the key log.
+			withKeys := cliAnalyze(t, nil, "--tls-keylog", keyPath, pcap)
+			if withKeys.Code != exitOK {
+				t.Fatalf("analyze --tls-keylog exited %d: %s", withKeys.Code, withKeys.Stderr)
+			}
+			t.Logf("%d faults applied, %d findings, log: %s", len(res.Events), len(withKeys.Findings), describeLog(res.Log))
+			checkFindings(t, res, withKeys.Findings, tt.idempotent)
+			sum := tlsOf(t, withKeys.Stdout)
+			if sum.Malformed != 0 || sum.Resyncs != 0 {
+				t.Errorf("decrypted traffic decoded with %d malformed frames, %d resyncs", sum.Malformed, sum.Resyncs)
+			}
+			if sum.TLS == nil || sum.TLS.Total == 0 || sum.TLS.Decrypted != sum.TLS.Total || len(sum.TLS.Connections) != sum.TLS.Total {
+				t.Fatalf("TLS summary %+v: want every connection listed and decrypted", sum.TLS)
+			}
+			for _, c := range sum.TLS.Connections {
+				if c.Status != "decrypted" || c.Version != tt.wantVersion || (tt.wantSuite != "" && c.CipherSuite != tt.wantSuite) || c.SNI != "localhost" || c.Bytes == 0 {
+					t.Errorf("TLS connection %+v: want decrypted %s %s, SNI localhost", c, tt.wantVersion, tt.wantSuite)
+				}
+			}
+
+			// The keys inside the capture: the same findings with no flag.
+			ng := filepath.Join(dir, "with-keys.pcapng")
+			if b, err := exec.Command(editcap, "--inject-secrets", "tls,"+keyPath, pcap, ng).CombinedOutput(); err != nil {
+				t.Fatalf("editcap: %v: %s", err, b)
+			}
+			if keep := os.Getenv("KDUPCAP_KEEP_CAPTURES"); keep != "" {
+				// The capture that carries its keys, as testdata keeps one.
+				name := strings.NewReplacer("/", "_", " ", "-", ".", "").Replace(t.Name()) + ".pcapng"
+				if b, err := os.ReadFile(ng); err == nil {
+					os.WriteFile(filepath.Join(keep, name), b, 0o644)
+				}
+			}
+			injected := cliAnalyze(t, nil, ng)
+			if injected.Code != exitOK {
+				t.Fatalf("analyze of the pcapng with secrets exited %d: %s", injected.Code, injected.Stderr)
+			}
+			if got, want := rawLines(injected.Findings), rawLines(withKeys.Findings); !slices.Equal(got, want) {
+				t.Errorf("with the keys in a Decryption Secrets Block:\n%s\nwith --tls-keylog:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+
+			// No key: nothing decoded, the connections named, the hint.
+			noKey := cliAnalyze(t, nil, pcap)
+			if noKey.Code != exitOK || len(noKey.Findings) != 0 {
+				t.Errorf("without keys: exit %d, %d findings; want 0 and none", noKey.Code, len(noKey.Findings))
+			}
+			if s := tlsOf(t, noKey.Stdout); s.TLS == nil || s.TLS.NoKey != s.TLS.Total || s.TLS.Total == 0 ||
+				len(s.TLS.Hints) == 0 || !strings.Contains(s.TLS.Hints[0], "give --tls-keylog") || s.Malformed != 0 {
+				t.Errorf("without keys: summary %+v, want every TLS connection 'no key', the hint, nothing malformed", s)
+			}
+			var table, tableErr bytes.Buffer
+			if code := run([]string{"analyze", pcap}, nil, &table, &tableErr); code != exitOK ||
+				!strings.Contains(table.String(), "TLS connections") || !strings.Contains(table.String(), "no key") ||
+				!strings.Contains(table.String(), "give --tls-keylog") {
+				t.Errorf("without keys, the table (exit %d) does not name the TLS connections and the hint:\n%s", code, table.String())
+			}
+
+			// A wrong key: every secret's last byte changed.
+			keys, err := os.ReadFile(keyPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wrongPath := filepath.Join(dir, "wrong.log")
+			if err := os.WriteFile(wrongPath, wrongSecrets(keys), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			wrong := cliAnalyze(t, nil, "--tls-keylog", wrongPath, pcap)
+			if wrong.Code != exitOK || len(wrong.Findings) != 0 {
+				t.Errorf("with a wrong key: exit %d, %d findings; want 0 and none", wrong.Code, len(wrong.Findings))
+			}
+			if s := tlsOf(t, wrong.Stdout); s.TLS == nil || s.TLS.BadMAC == 0 || s.TLS.Decrypted != 0 || s.Malformed != 0 {
+				t.Errorf("with a wrong key: summary %+v, want authentication failures counted, nothing decrypted or malformed", s.TLS)
+			}
+			for what, out := range map[string]string{"stdout": withKeys.Stdout + noKey.Stdout + wrong.Stdout + table.String(),
+				"stderr": withKeys.Stderr + noKey.Stderr + wrong.Stderr + tableErr.String()} {
+				if secret := anySecret(keys, out); secret != "" {
+					t.Errorf("a secret of the key log is on %s", what)
+				}
+			}
+		})
+	}
+}
+
+var keyLine = regexp.MustCompile(`(?m)^(\S+) ([0-9a-fA-F]{64}) ([0-9a-fA-F]+)$`)
+
+// wrongSecrets is the key log with the last hex digit of every secret
+// changed.
+func wrongSecrets(keys []byte) []byte {
+	return keyLine.ReplaceAllFunc(keys, func(line []byte) []byte {
+		out := bytes.Clone(line)
+		last := len(out) - 1
+		if out[last] == '0' {
+			out[last] = '1'
+		} else {
+			out[last] = '0'
+		}
+		return out
+	})
+}
+
+// anySecret returns the first secret of the key log found in out, "" if
+// none.
+func anySecret(keys []byte, out string) string {
+	for _, m := range keyLine.FindAllSubmatch(keys, -1) {
+		if s := strings.ToLower(string(m[3])); strings.Contains(strings.ToLower(out), s) {
+			return s
+		}
+	}
+	return ""
+}
