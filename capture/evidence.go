@@ -251,6 +251,18 @@ type Endpoints struct{ A, B netip.AddrPort }
 // analyze turns back into that finding. The error wraps ErrEvidenceEvicted
 // when any connection's packets in the range may have been dropped.
 func (e *Evidence) WritePcapConns(w io.Writer, conns []Endpoints, from, to time.Time) (packets int, err error) {
+	spans := make([]ConnSpan, len(conns))
+	for i, ends := range conns {
+		spans[i] = ConnSpan{A: ends.A, B: ends.B, From: from, To: to}
+	}
+	return e.WritePcapSpans(w, spans)
+}
+
+// WritePcapSpans is WritePcapConns with a time span of its own for each
+// connection, or several (spans of one connection must not overlap): the
+// packets each span selects, merged by time, in one file. An evidence
+// writer leaves out a connection's SASL authentication this way.
+func (e *Evidence) WritePcapSpans(w io.Writer, spans []ConnSpan) (packets int, err error) {
 	var (
 		pkts     []heldPacket
 		buf      []byte
@@ -258,8 +270,8 @@ func (e *Evidence) WritePcapConns(w io.Writer, conns []Endpoints, from, to time.
 		link     = layers.LinkTypeEthernet
 		linkSet  bool
 	)
-	for _, ends := range conns {
-		a, b := ends.A, ends.B
+	for _, sp := range spans {
+		a, b, from, to := sp.A, sp.B, sp.From, sp.To
 		c := e.conns[keyOf(a, b)]
 		if c == nil || (c.head == c.tail && !c.hasEvicted) {
 			partials = append(partials, fmt.Errorf("capture: no packets held for %v<->%v: %w", a, b, ErrEvidenceEvicted))
@@ -278,7 +290,7 @@ func (e *Evidence) WritePcapConns(w io.Writer, conns []Endpoints, from, to time.
 			link, linkSet = c.link, true
 		}
 	}
-	if len(conns) > 1 {
+	if len(spans) > 1 {
 		slices.SortStableFunc(pkts, func(x, y heldPacket) int { return x.ci.Timestamp.Compare(y.ci.Timestamp) })
 	}
 	if err := writeHeld(w, pkts, buf, link); err != nil {
@@ -334,7 +346,7 @@ func writeHeld(w io.Writer, pkts []heldPacket, buf []byte, link layers.LinkType)
 		}
 		snap = max(snap, uint32(p.ci.CaptureLength))
 	}
-	pw, err := newPacketWriter(w, links, snap)
+	pw, err := newPacketWriter(w, links, snap, nil)
 	if err != nil {
 		return err
 	}

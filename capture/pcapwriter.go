@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"io"
 
@@ -23,10 +24,13 @@ type packetWriter struct {
 }
 
 // newPacketWriter writes the file header for packets of the link types
-// links (at least one) and at most snap bytes each.
-func newPacketWriter(w io.Writer, links []layers.LinkType, snap uint32) (*packetWriter, error) {
+// links (at least one) and at most snap bytes each. With keylog (NSS key
+// log text) the file is a pcapng that carries it in a Decryption Secrets
+// Block before any packet, so that Wireshark and kdupcap decrypt its TLS
+// connections with no other file.
+func newPacketWriter(w io.Writer, links []layers.LinkType, snap uint32, keylog []byte) (*packetWriter, error) {
 	p := &packetWriter{link: links[0]}
-	if len(links) == 1 {
+	if len(links) == 1 && len(keylog) == 0 {
 		p.bw = bufio.NewWriter(w)
 		p.pw = pcapgo.NewWriterNanos(p.bw)
 		if err := p.pw.WriteFileHeader(snap, p.link); err != nil {
@@ -53,7 +57,31 @@ func newPacketWriter(w io.Writer, links []layers.LinkType, snap uint32) (*packet
 		}
 		p.ifs[l] = id
 	}
+	if len(keylog) > 0 {
+		// NgWriter writes little-endian blocks and has no DSB of its own:
+		// the block goes after its header, before the first packet.
+		if err := nw.Flush(); err != nil {
+			return nil, fmt.Errorf("writing pcapng header: %w", err)
+		}
+		if _, err := w.Write(secretsBlock(keylog)); err != nil {
+			return nil, fmt.Errorf("writing pcapng secrets: %w", err)
+		}
+	}
 	return p, nil
+}
+
+// secretsBlock is a little-endian pcapng Decryption Secrets Block holding
+// the TLS key log keylog.
+func secretsBlock(keylog []byte) []byte {
+	pad := (4 - len(keylog)%4) % 4
+	n := uint32(12 + 8 + len(keylog) + pad)
+	b := binary.LittleEndian.AppendUint32(nil, blockDSB)
+	b = binary.LittleEndian.AppendUint32(b, n)
+	b = binary.LittleEndian.AppendUint32(b, secretsTLSKeyLg)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(keylog)))
+	b = append(b, keylog...)
+	b = append(b, make([]byte, pad)...)
+	return binary.LittleEndian.AppendUint32(b, n)
 }
 
 // write writes one packet of link type link; false when the file has no

@@ -38,8 +38,10 @@ type SpanWriter struct {
 const spanSnapLen = 1 << 24
 
 // NewSpanWriter starts a file on w for the packets spans select, of the
-// link types links (those of the capture files read; at least one).
-func NewSpanWriter(w io.Writer, spans []ConnSpan, links []layers.LinkType) (*SpanWriter, error) {
+// link types links (those of the capture files read; at least one). With
+// keylog, the TLS secrets of the connections written, the file is a pcapng
+// that carries them (see newPacketWriter).
+func NewSpanWriter(w io.Writer, spans []ConnSpan, links []layers.LinkType, keylog []byte) (*SpanWriter, error) {
 	if len(links) == 0 {
 		links = []layers.LinkType{layers.LinkTypeEthernet}
 	}
@@ -48,7 +50,7 @@ func NewSpanWriter(w io.Writer, spans []ConnSpan, links []layers.LinkType) (*Spa
 		k := keyOf(sp.A, sp.B)
 		s.spans[k] = append(s.spans[k], sp)
 	}
-	pw, err := newPacketWriter(w, links, spanSnapLen)
+	pw, err := newPacketWriter(w, links, spanSnapLen, keylog)
 	if err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}

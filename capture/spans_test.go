@@ -94,7 +94,7 @@ func TestSpanWriter(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			w, err := NewSpanWriter(&out, []ConnSpan{span}, tc.links)
+			w, err := NewSpanWriter(&out, []ConnSpan{span}, tc.links, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -163,6 +163,10 @@ type Decoder struct {
 	opts  Options
 
 	conns []*ConnSummary
+	// saslConns finds the connections that authenticated by their ends,
+	// listed or not (SASLSpans); saslOrder bounds them.
+	saslConns map[[2]netip.AddrPort]*ConnSummary
+	saslOrder [][2]netip.AddrPort
 
 	// shared is the Decoder's own Shared; ssink, when the Sink is a
 	// SharedSink, gets the Events instead (shared.go).

@@ -3,6 +3,8 @@ package decode
 import (
 	"bytes"
 	"encoding/binary"
+	"net/netip"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -104,8 +106,49 @@ func (c *Conn) saslBegin(ts time.Time) {
 		c.sum.SASLSpans[n-1].To = time.Time{}
 		return
 	}
+	if len(c.sum.SASLSpans) == 0 {
+		c.d.noteSASL(c.sum)
+	}
 	c.sum.SASLSpans = append(c.sum.SASLSpans, SASLSpan{From: ts})
 	s.open = true
+}
+
+// maxSASLConns bounds the connections SASLSpans finds by their ends; the
+// one that authenticated longest ago is forgotten first.
+const maxSASLConns = 1 << 16
+
+// noteSASL files sum, whose connection has begun to authenticate, by its
+// ends for SASLSpans.
+func (d *Decoder) noteSASL(sum *ConnSummary) {
+	if d.saslConns == nil {
+		d.saslConns = make(map[[2]netip.AddrPort]*ConnSummary)
+	}
+	if len(d.saslOrder) >= maxSASLConns {
+		delete(d.saslConns, d.saslOrder[0])
+		d.saslOrder = d.saslOrder[1:]
+	}
+	k := endsOf(sum.Info.Client, sum.Info.Broker)
+	d.saslConns[k] = sum
+	d.saslOrder = append(d.saslOrder, k)
+}
+
+// SASLSpans returns the times of the SASL authentications of the connection
+// between a and b (either order), listed in Connections or not, so that
+// an evidence writer leaves every packet that holds a password or token
+// out; nil when it did not authenticate.
+func (d *Decoder) SASLSpans(a, b netip.AddrPort) []SASLSpan {
+	if s := d.saslConns[endsOf(a, b)]; s != nil {
+		return slices.Clone(s.SASLSpans)
+	}
+	return nil
+}
+
+// endsOf is a connection's two ends in a fixed order.
+func endsOf(a, b netip.AddrPort) [2]netip.AddrPort {
+	if a.Compare(b) > 0 {
+		a, b = b, a
+	}
+	return [2]netip.AddrPort{a, b}
 }
 
 // saslSpanEnd ends the open SASLSpan at ts.

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"io"
+	"net/netip"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
@@ -101,15 +102,14 @@ func (a *Analysis) WriteEvidence(w io.Writer, findings []detect.Finding) (int, e
 		links   []layers.LinkType
 		namedBy func([16]byte) (*decode.ConnInfo, time.Time, bool)
 	)
-	var conns []decode.ConnSummary
+	var authOf func(a, b netip.AddrPort) []decode.SASLSpan
 	if a.sharded != nil {
-		links, namedBy = a.sharded.links, a.sharded.shared.TopicNamedBy
-		_, _, conns = a.sharded.stats()
+		links, namedBy, authOf = a.sharded.links, a.sharded.shared.TopicNamedBy, a.sharded.saslSpans
 	} else {
-		links, namedBy = a.single.links, a.single.dec.TopicNamedBy
-		conns = a.single.dec.Connections()
+		links, namedBy, authOf = a.single.links, a.single.dec.TopicNamedBy, a.single.dec.SASLSpans
 	}
-	sw, err := capture.NewSpanWriter(w, withoutSASL(evidenceSpans(findings, namedBy), conns), links)
+	spans := withoutSASL(evidenceSpans(findings, namedBy), authOf)
+	sw, err := capture.NewSpanWriter(w, spans, links, a.tls.keysOf(spans))
 	if err != nil {
 		return 0, err
 	}

@@ -315,7 +315,11 @@ func (l *Live) writeEvidence() {
 		f := &l.toEvidence[i]
 		path := filepath.Join(l.opts.EvidenceDir, evidenceName(f))
 		from, to := f.Span()
-		err := l.writeEvidenceFile(path, evidenceConns(f), from.Add(-EvidenceMargin), to.Add(EvidenceMargin))
+		var spans []capture.ConnSpan
+		for _, c := range evidenceConns(f) {
+			spans = append(spans, capture.ConnSpan{A: c.A, B: c.B, From: from.Add(-EvidenceMargin), To: to.Add(EvidenceMargin)})
+		}
+		err := l.writeEvidenceFile(path, withoutSASL(spans, l.p.dec.SASLSpans))
 		switch {
 		case err == nil || l.opts.Warnings == nil:
 		case errors.Is(err, capture.ErrEvidenceEvicted):
@@ -328,12 +332,12 @@ func (l *Live) writeEvidence() {
 	l.toEvidence = l.toEvidence[:0]
 }
 
-func (l *Live) writeEvidenceFile(path string, conns []capture.Endpoints, from, to time.Time) error {
+func (l *Live) writeEvidenceFile(path string, spans []capture.ConnSpan) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	_, werr := l.evidence.WritePcapConns(f, conns, from, to)
+	_, werr := l.evidence.WritePcapSpans(f, spans)
 	if err := f.Close(); werr == nil {
 		werr = err
 	}

@@ -11,18 +11,23 @@ import (
 )
 
 // withoutSASL cuts out of the evidence spans the time of every SASL
-// authentication of their connections (decode.ConnSummary.SASLSpans): the
+// authentication of their connections (authOf, decode.Decoder.SASLSpans): the
 // packets holding a PLAIN password, a SCRAM nonce, proof or salt, or a
 // bearer token never reach an evidence file. The file then starts a
 // connection after its authentication, which analyze reads as a connection
 // whose start was not captured; a response that came during a
 // re-authentication (KIP-368) is left out with it.
-func withoutSASL(spans []capture.ConnSpan, conns []decode.ConnSummary) []capture.ConnSpan {
+func withoutSASL(spans []capture.ConnSpan, authOf func(a, b netip.AddrPort) []decode.SASLSpan) []capture.ConnSpan {
 	auth := make(map[[2]netip.AddrPort][]decode.SASLSpan)
-	for _, c := range conns {
-		if len(c.SASLSpans) > 0 {
-			k := pairKey(c.Info.Client, c.Info.Broker)
-			auth[k] = append(auth[k], c.SASLSpans...)
+	for _, sp := range spans {
+		k := pairKey(sp.A, sp.B)
+		if _, ok := auth[k]; !ok {
+			auth[k] = authOf(sp.A, sp.B)
+		}
+	}
+	for k, a := range auth {
+		if len(a) == 0 {
+			delete(auth, k)
 		}
 	}
 	if len(auth) == 0 {

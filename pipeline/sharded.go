@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"cmp"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -419,6 +420,17 @@ func (sp *sharded) replay(e *shardEvent) {
 // finish returns all findings, sorted; the workers have ended.
 func (sp *sharded) finish() []detect.Finding {
 	return sp.det.Flush()
+}
+
+// saslSpans is decode.Decoder.SASLSpans over the workers: a connection is
+// one worker's.
+func (sp *sharded) saslSpans(a, b netip.AddrPort) []decode.SASLSpan {
+	for _, w := range sp.workers {
+		if s := w.dec.SASLSpans(a, b); s != nil {
+			return s
+		}
+	}
+	return nil
 }
 
 // stats sums the workers' counts and lists their connections in ID order.

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 
@@ -58,6 +59,31 @@ func (t *tlsLayer) secrets(source string, keylog []byte) {
 
 // wrap puts the Decrypter in front of the streams f makes.
 func (t *tlsLayer) wrap(f capture.NewStreamFunc) capture.NewStreamFunc { return t.dec.Wrap(f) }
+
+// keysOf is the key log of the TLS connections spans select that were
+// decrypted: exactly their secrets, each line once, for an evidence file
+// that opens decrypted with no other file. Nil when none was.
+func (t *tlsLayer) keysOf(spans []capture.ConnSpan) []byte {
+	var (
+		out  []byte
+		seen = map[string]bool{}
+		done = map[[2]netip.AddrPort]bool{}
+	)
+	for _, sp := range spans {
+		k := pairKey(sp.A, sp.B)
+		if done[k] {
+			continue
+		}
+		done[k] = true
+		for _, line := range t.dec.KeyLines(sp.A, sp.B) {
+			if !seen[line] {
+				seen[line] = true
+				out = append(append(out, line...), '\n')
+			}
+		}
+	}
+	return out
+}
 
 // Malformed returns the messages of the key log lines that did not parse.
 func (t *tlsLayer) malformed() []string { return t.keys.Malformed() }

@@ -28,7 +28,7 @@ func TestSeeds(t *testing.T) {
 			{{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA}}, {Certificates: []tls.Certificate{ec}}},
 		}
 		for i, name := range seedNames {
-			s := goSession(t, cfgs[i][0], cfgs[i][1], []int{5, 2000, 20000})
+			s := goSession(t, cfgs[i][0], cfgs[i][1], []int{5, 300})
 			base := filepath.Join("testdata", "seeds", name)
 			os.MkdirAll(filepath.Dir(base), 0o755)
 			for ext, data := range map[string][]byte{".events": encodeEvents(s.events), ".keylog": s.keylog, ".sent0": s.sent[0], ".sent1": s.sent[1]} {

@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kdupcap/kdupcap/capture"
+	"github.com/kdupcap/kdupcap/capture/live"
 	"github.com/kdupcap/kdupcap/internal/kafkatest"
 	"github.com/kdupcap/kdupcap/internal/testenv"
+	"github.com/kdupcap/kdupcap/pipeline"
 )
 
 // TestSASLRealTraffic captures real producers authenticating with SASL
@@ -130,10 +135,14 @@ func TestSASLRealTraffic(t *testing.T) {
 			if err != nil && len(out.Findings) > 0 {
 				t.Fatalf("--write-dups: %v", err)
 			}
+			evidence := liveEvidence(t, pcap, res.Port)
+			if len(out.Findings) > 0 && evidence == "" {
+				t.Errorf("live --evidence wrote no file for %d findings", len(out.Findings))
+			}
 			for what, b := range map[string]string{
 				"JSON stdout": jsonOut, "JSON stderr": stderr.String(),
 				"table stdout": table.String(), "table stderr": tableErr.String(),
-				"--write-dups file": string(dupBytes),
+				"--write-dups file": string(dupBytes), "live --evidence files": evidence,
 			} {
 				if strings.Contains(b, auth.Password) {
 					t.Errorf("the password is in the %s", what)
@@ -218,3 +227,41 @@ func checkSASLJSON(t *testing.T, out string, auth kafkatest.SASL) {
 		}
 	}
 }
+
+// liveEvidence runs the capture through a live run with --evidence, the
+// packets read from the file as a ring would hand them over, and returns
+// the evidence files' bytes, concatenated.
+func liveEvidence(t *testing.T, pcap string, port int) string {
+	t.Helper()
+	src, err := capture.Open(pcap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dir := t.TempDir()
+	l, err := pipeline.NewLive(pipeline.LiveOptions{Options: pipeline.Options{Ports: []uint16{uint16(port)}},
+		Name: "test", EvidenceDir: dir, Warnings: io.Discard}, fileSource{src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Run(context.Background()); err != io.EOF {
+		t.Fatalf("live run over %s: %v", pcap, err)
+	}
+	l.Finish()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.pcap"))
+	var all []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
+	return string(all)
+}
+
+// fileSource is a capture file as a live source.
+type fileSource struct{ src *capture.Source }
+
+func (f fileSource) Next() (capture.Packet, error) { return f.src.Next() }
+func (f fileSource) Stats() live.Stats             { return live.Stats{} }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kdupcap/kdupcap/capture"
 	"github.com/kdupcap/kdupcap/internal/kafkatest"
 	"github.com/kdupcap/kdupcap/internal/testenv"
 )
@@ -161,6 +162,12 @@ func TestTLSRealTraffic(t *testing.T) {
 				t.Errorf("with the keys in a Decryption Secrets Block:\n%s\nwith --tls-keylog:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 
+			// The evidence of the findings: a pcapng that carries exactly
+			// the keys of its connections, read back with no flag.
+			if len(withKeys.Findings) > 0 {
+				checkTLSEvidence(t, dir, pcap, keyPath, keys0(t, keyPath), rawLines(withKeys.Findings))
+			}
+
 			// No key: nothing decoded, the connections named, the hint.
 			noKey := cliAnalyze(t, nil, pcap)
 			if noKey.Code != exitOK || len(noKey.Findings) != 0 {
@@ -229,4 +236,61 @@ func anySecret(keys []byte, out string) string {
 		}
 	}
 	return ""
+}
+
+// keys0 reads the key log at path.
+func keys0(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// checkTLSEvidence writes --write-dups of a TLS capture decrypted with the
+// key log and checks the file: a pcapng whose Decryption Secrets Block
+// holds lines of the key log only, one client random per TLS connection
+// the file holds, and which analyze reads back, with no flag, into the
+// same findings.
+func checkTLSEvidence(t *testing.T, dir, pcap, keyPath string, keys []byte, want []string) {
+	t.Helper()
+	dups := filepath.Join(dir, "dups.pcapng")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"analyze", "--format", "json", "--tls-keylog", keyPath, "--write-dups", dups, pcap}, nil, &stdout, &stderr); code != exitOK {
+		t.Fatalf("--write-dups exited %d: %s", code, stderr.String())
+	}
+	src, err := capture.Open(dups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	for {
+		if _, err := src.Next(); err != nil {
+			break
+		}
+	}
+	if len(src.Secrets()) != 1 {
+		t.Fatalf("the evidence file has %d secrets blocks, want 1", len(src.Secrets()))
+	}
+	randoms := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(src.Secrets()[0])), "\n") {
+		if !bytes.Contains(keys, []byte(line)) {
+			t.Errorf("the evidence's secrets hold a line not in the key log: %.40s...", line)
+		}
+		if f := strings.Fields(line); len(f) == 3 {
+			randoms[f[1]] = true
+		}
+	}
+	back := cliAnalyze(t, nil, dups)
+	if back.Code != exitOK {
+		t.Fatalf("analyze of the evidence exited %d: %s", back.Code, back.Stderr)
+	}
+	norm := func(lines []string) string { return connIDs.ReplaceAllString(strings.Join(lines, "\n"), "conn") }
+	if got := rawLines(back.Findings); norm(got) != norm(want) {
+		t.Errorf("the evidence read back (connection numbers aside):\n%s\nwant:\n%s", norm(got), norm(want))
+	}
+	if s := tlsOf(t, back.Stdout); s.TLS == nil || s.TLS.Decrypted != s.TLS.Total || s.TLS.Total != len(randoms) {
+		t.Errorf("the evidence's TLS summary %+v: want each of its %d keyed connections decrypted", s.TLS, len(randoms))
+	}
 }

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kdupcap/kdupcap/internal/kafkatest"
+	"github.com/kdupcap/kdupcap/internal/testenv"
+)
+
+// needKafkaPython ends t (skip, or fail under CI) without kafka-python.
+func needKafkaPython(t *testing.T) {
+	t.Helper()
+	if err := kafkatest.KafkaPythonErr(); err != nil {
+		testenv.Unavailable(t, "%v", err)
+	}
+}
+
+// checkAllDecrypted checks the summary of a decrypted run: nothing
+// malformed, every TLS connection listed and decrypted, some Kafka bytes
+// decrypted.
+func checkAllDecrypted(t *testing.T, sum tlsSummary) {
+	t.Helper()
+	if sum.Malformed != 0 || sum.Resyncs != 0 {
+		t.Errorf("decrypted traffic decoded with %d malformed frames, %d resyncs", sum.Malformed, sum.Resyncs)
+	}
+	if sum.TLS == nil || sum.TLS.Total == 0 || sum.TLS.Decrypted != sum.TLS.Total || len(sum.TLS.Connections) != sum.TLS.Total {
+		t.Fatalf("TLS summary %+v: want every connection listed and decrypted", sum.TLS)
+	}
+	var bytes int64
+	for _, c := range sum.TLS.Connections {
+		// A connection may hold a handshake and nothing more (kafka-python
+		// opens one now and then and resets it at once): decrypted, with
+		// no byte of Kafka.
+		if c.Status != "decrypted" {
+			t.Errorf("TLS connection %+v: want decrypted", c)
+		}
+		bytes += c.Bytes
+	}
+	if bytes == 0 {
+		t.Errorf("TLS connections %+v: decrypted, but not a byte of Kafka", sum.TLS.Connections)
+	}
+}
+
+// keepKeyLogOnFailure copies the key log out of the test's temporary
+// directory when the test fails, beside the capture keepOnFailure keeps,
+// so that the failure can be replayed (analyze --tls-keylog).
+func keepKeyLogOnFailure(t *testing.T, keyPath string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		b, err := os.ReadFile(keyPath)
+		if err != nil {
+			return
+		}
+		f, err := os.CreateTemp("", "kdupcap-realtraffic-*.keys")
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		if _, err := f.Write(b); err == nil {
+			t.Logf("failed run's key log kept at %s", f.Name())
+		}
+	})
+}
+
+// TestTLSKafkaPython captures kafka-python (Debian's python3-kafka 2.0.2,
+// a client with its own TLS stack: Python's ssl over OpenSSL 3, its key
+// log written through SSLContext.keylog_filename) producing over SSL to
+// kfake, its produce responses answered REQUEST_TIMED_OUT after the append.
+// Decrypted with that key log, the capture gives the findings the log read
+// back calls for, every TLS connection decrypted. OpenSSL negotiates TLS
+// 1.3 by default (Go's server then picks TLS_AES_128_GCM_SHA256); the TLS
+// 1.2 cases choose the suite on the client's side, among them the SHA-384
+// PRF and ChaCha20-Poly1305.
+//
+// kafka-python sends its request_timeout_ms as the produce request's
+// TimeoutMillis and waits exactly as long before it closes the connection
+// itself: with the two equal, the broker's REQUEST_TIMED_OUT and the
+// client's own deadline race (seen on the wire: the answer arrives, the
+// client, having given up a few microseconds earlier, resets the
+// connection unread and re-sends on a new one). The client's deadline is
+// set well above the request's timeout so that the broker answers first
+// and kafka-python retries on the same connection.
+func TestTLSKafkaPython(t *testing.T) {
+	testenv.Capture(t)
+	needKafkaPython(t)
+	timedOut := []kafkatest.Fault{{Action: kafkatest.TimedOutAfterAppend, Every: 3, Max: 2}}
+	for i, tt := range []struct {
+		name        string
+		maxTLS12    bool
+		ciphers     string
+		wantVersion string
+		wantSuite   string
+	}{
+		{name: "TLS 1.3 default", wantVersion: "TLS 1.3"},
+		{name: "TLS 1.2 default", maxTLS12: true, wantVersion: "TLS 1.2"},
+		{name: "TLS 1.2 AES256-GCM-SHA384", maxTLS12: true, ciphers: "ECDHE-ECDSA-AES256-GCM-SHA384",
+			wantVersion: "TLS 1.2", wantSuite: "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"},
+		{name: "TLS 1.2 CHACHA20-POLY1305", maxTLS12: true, ciphers: "ECDHE-ECDSA-CHACHA20-POLY1305",
+			wantVersion: "TLS 1.2", wantSuite: "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256"},
+		{name: "TLS 1.2 AES256-CBC-SHA", maxTLS12: true, ciphers: "ECDHE-ECDSA-AES256-SHA",
+			wantVersion: "TLS 1.2", wantSuite: "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			keyPath := filepath.Join(t.TempDir(), "keys.log")
+			tl, err := kafkatest.NewTLS(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pyLog string
+			s := kafkatest.Scenario{
+				Name: fmt.Sprintf("py%d", i), Topic: fmt.Sprintf("tls-python-%d", i),
+				Records: 9, Partitions: 2, Faults: timedOut, TLS: tl,
+				Produce: kafkatest.KafkaPythonProduce(kafkatest.KafkaPython{
+					TLS: tl, KeyLogPath: keyPath, MaxTLS12: tt.maxTLS12, Ciphers: tt.ciphers,
+					ClientID: "kafka-python-tls", Partitions: 2,
+					RequestTimeout: 5 * time.Second, ProduceTimeout: 300 * time.Millisecond,
+					Log: func(s string) { pyLog = s },
+				}),
+			}
+			res, pcap := runCaptured(t, s, 30*time.Second)
+			keepKeyLogOnFailure(t, keyPath)
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("kafka-python's output:\n%s", pyLog)
+				}
+			})
+			raw, err := os.ReadFile(pcap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(raw, []byte(res.Values[0])) {
+				t.Fatal("harness: a record value is in the capture in the clear: the traffic is not TLS")
+			}
+			keys, err := os.ReadFile(keyPath)
+			if err != nil {
+				t.Fatalf("harness: kafka-python wrote no key log: %v", err)
+			}
+			wantLabel := "CLIENT_TRAFFIC_SECRET_0 "
+			if tt.maxTLS12 {
+				wantLabel = "CLIENT_RANDOM "
+			}
+			if !bytes.Contains(keys, []byte(wantLabel)) {
+				t.Fatalf("harness: the key log has no %s line:\n%s", wantLabel, keys)
+			}
+			checkHarness(t, res, true, false)
+			for _, e := range res.Events {
+				// Produce v7, as kafka-python 2.0.2 speaks it to kfake.
+				if e.Version != 7 {
+					t.Errorf("harness: faulted request of Produce v%d, want v7 (kafka-python 2.0.2)", e.Version)
+				}
+			}
+
+			got := cliAnalyze(t, nil, "--tls-keylog", keyPath, pcap)
+			if got.Code != exitOK {
+				t.Fatalf("analyze --tls-keylog exited %d: %s", got.Code, got.Stderr)
+			}
+			t.Logf("%d faults applied, %d findings, log: %s", len(res.Events), len(got.Findings), describeLog(res.Log))
+			checkFindings(t, res, got.Findings, false)
+			for _, f := range got.Findings {
+				if f.ClientID == nil || *f.ClientID != "kafka-python-tls" {
+					t.Errorf("finding %s/%d: client.id %v, want kafka-python-tls", f.Topic, f.Partition, f.ClientID)
+				}
+			}
+			sum := tlsOf(t, got.Stdout)
+			checkAllDecrypted(t, sum)
+			for _, c := range sum.TLS.Connections {
+				if c.Version != tt.wantVersion || (tt.wantSuite != "" && c.CipherSuite != tt.wantSuite) {
+					t.Errorf("TLS connection %+v: want %s %s", c, tt.wantVersion, tt.wantSuite)
+				}
+			}
+			if !t.Failed() {
+				c := sum.TLS.Connections[0]
+				t.Logf("%d TLS connections, %s %s", sum.TLS.Total, c.Version, c.CipherSuite)
+			}
+		})
+	}
+}
