@@ -40,6 +40,8 @@ build:
 # Runs the main job on the bundled seed captures.
 demo: build
 	./kdupcap analyze testdata/seed-nonidempotent-retry.pcap testdata/seed-idempotent-retry.pcap
+	@echo "== a TLS 1.3 capture that carries its keys (pcapng Decryption Secrets Block): decrypted with no flag"
+	./kdupcap analyze testdata/kgo-tls13-nonidempotent-timeout.pcapng
 
 # The whole test suite: format, vet, staticcheck, unit + golden + real-traffic
 # tests, and every fuzz target briefly.

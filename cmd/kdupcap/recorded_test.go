@@ -40,6 +40,12 @@ func TestRecordedCaptures(t *testing.T) {
 			file: "kcat-nonidempotent-timeout.pcap", topic: "realtraffic-4", verdict: "duplicated",
 			batches: []batch{{"0xaf65e89b", []int64{2, 4}}, {"0xc6aab9a9", []int64{5, 7}}},
 		},
+		{
+			// log of tls-0 p0: 0+1 1+1/0x7a9b6ab9 2+1/0x7a9b6ab9 3+1/0x833f8aa4 4+1/0x833f8aa4 5+1 6+1;
+			// TLS 1.3, decrypted with the keys the pcapng carries.
+			file: "kgo-tls13-nonidempotent-timeout.pcapng", topic: "tls-0", verdict: "duplicated",
+			batches: []batch{{"0x7a9b6ab9", []int64{1, 2}}, {"0x833f8aa4", []int64{3, 4}}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {

@@ -30,7 +30,7 @@ type shardCase struct {
 func TestWorkersSameOutput(t *testing.T) {
 	var cases []shardCase
 	var all []string
-	for _, pattern := range []string{"../../testdata/*.pcap", "../../capture/testdata/*.pcap*"} {
+	for _, pattern := range []string{"../../testdata/*.pcap", "../../testdata/*.pcapng", "../../capture/testdata/*.pcap*"} {
 		files, err := filepath.Glob(pattern)
 		if err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -181,4 +182,149 @@ func TestTLSKafkaPython(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTLSResumption captures kgo producing over TLS with a client session
+// cache (kafkatest.TLS.SessionTickets): every connection after kgo's first
+// resumes the session, by a TLS 1.3 PSK or, capped at TLS 1.2, by a session
+// ticket (for which Go's client writes no key log line: the resumed
+// connection's keys come from the master secret of the connection that
+// got the ticket, linked by the ticket seen on the wire). The faults are
+// answered REQUEST_TIMED_OUT after the append (kgo re-sends on its
+// produce connection, itself resumed: checkFindings), or close the
+// connection after the append, so that kgo reconnects, resuming again, and
+// re-sends there (checkCrossFindings). The resumed connections are
+// decrypted and every re-send is found on one.
+func TestTLSResumption(t *testing.T) {
+	testenv.Capture(t)
+	versions := []struct {
+		name        string
+		maxVersion  uint16
+		suites      []uint16
+		wantVersion string
+	}{
+		{name: "TLS 1.3 PSK", wantVersion: "TLS 1.3"},
+		{name: "TLS 1.2 ticket GCM", maxVersion: tls.VersionTLS12,
+			suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}, wantVersion: "TLS 1.2"},
+		{name: "TLS 1.2 ticket CBC", maxVersion: tls.VersionTLS12,
+			suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA}, wantVersion: "TLS 1.2"},
+	}
+	faults := []struct {
+		name   string
+		action kafkatest.Action
+	}{
+		{"timed out", kafkatest.TimedOutAfterAppend},
+		{"closed after append", kafkatest.CloseAfterAppend},
+	}
+	n := 0
+	for _, v := range versions {
+		for _, fl := range faults {
+			i := n
+			n++
+			t.Run(v.name+", "+fl.name, func(t *testing.T) {
+				res, keyPath, pcap := runTLSCaptured(t, fmt.Sprintf("res%d", i), fmt.Sprintf("tls-resumed-%d", i),
+					fl.action, v.maxVersion, v.suites, true)
+				got := cliAnalyze(t, nil, "--tls-keylog", keyPath, pcap)
+				if got.Code != exitOK {
+					t.Fatalf("analyze --tls-keylog exited %d: %s", got.Code, got.Stderr)
+				}
+				t.Logf("%d faults applied, %d findings, log: %s", len(res.Events), len(got.Findings), describeLog(res.Log))
+				if fl.action == kafkatest.CloseAfterAppend {
+					checkCrossFindings(t, res, got.Findings, false)
+				} else {
+					checkFindings(t, res, got.Findings, false)
+				}
+				sum := tlsOf(t, got.Stdout)
+				checkAllDecrypted(t, sum)
+				resumed := map[string]bool{}
+				for _, c := range sum.TLS.Connections {
+					if c.Version != v.wantVersion {
+						t.Errorf("TLS connection %+v: want %s", c, v.wantVersion)
+					}
+					if c.Resumed {
+						resumed[c.Client] = true
+					}
+				}
+				if len(resumed) == 0 {
+					t.Fatalf("no TLS connection resumed: %+v", sum.TLS.Connections)
+				}
+				// Every connection after kgo's first resumed: each re-send
+				// went out on one.
+				for _, f := range got.Findings {
+					if a := f.Attempts[len(f.Attempts)-1]; !resumed[a.Client] {
+						t.Errorf("finding %s/%d crc %s: re-sent on %s, not a resumed connection (resumed: %v)", f.Topic, f.Partition, f.BatchCRC, a.Client, resumed)
+					}
+				}
+				t.Logf("%d TLS connections, %d resumed", sum.TLS.Total, len(resumed))
+			})
+		}
+	}
+}
+
+// TestTLSCloseAfterAppend is TestCrossConnection's first case over TLS
+// (no session resumption): the broker appends and closes the connection
+// without answering, kgo re-sends on a new connection. Decrypted, the
+// capture must say what the plaintext one says: the first attempt's
+// connection closed, the re-send's cause connection_closed.
+func TestTLSCloseAfterAppend(t *testing.T) {
+	testenv.Capture(t)
+	for i, v := range []struct {
+		name       string
+		maxVersion uint16
+	}{{"TLS 1.3", 0}, {"TLS 1.2", tls.VersionTLS12}} {
+		t.Run(v.name, func(t *testing.T) {
+			res, keyPath, pcap := runTLSCaptured(t, fmt.Sprintf("cl%d", i), fmt.Sprintf("tls-closed-%d", i),
+				kafkatest.CloseAfterAppend, v.maxVersion, nil, false)
+			got := cliAnalyze(t, nil, "--tls-keylog", keyPath, pcap)
+			if got.Code != exitOK {
+				t.Fatalf("analyze --tls-keylog exited %d: %s", got.Code, got.Stderr)
+			}
+			t.Logf("%d faults applied, %d findings, log: %s", len(res.Events), len(got.Findings), describeLog(res.Log))
+			checkCrossFindings(t, res, got.Findings, false)
+			checkAllDecrypted(t, tlsOf(t, got.Stdout))
+		})
+	}
+}
+
+// runTLSCaptured runs 9 records of a non-idempotent kgo producer, one a
+// request over two partitions, against kfake over TLS (MaxVersion and
+// CipherSuites as given, a client session cache if tickets), every third
+// produce request of a connection faulted with action, twice; the key log
+// is the client's. It checks the harness: faults applied, the log holding
+// records twice. It returns the run, the key log's path and the capture's.
+func runTLSCaptured(t *testing.T, name, topic string, action kafkatest.Action, maxVersion uint16, suites []uint16, tickets bool) (*kafkatest.Result, string, string) {
+	t.Helper()
+	keyPath := filepath.Join(t.TempDir(), "keys.log")
+	keyFile, err := os.Create(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keyFile.Close()
+	keepKeyLogOnFailure(t, keyPath)
+	tl, err := kafkatest.NewTLS(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl.MaxVersion, tl.CipherSuites, tl.SessionTickets = maxVersion, suites, tickets
+	overhead := 2 * time.Second
+	if action == kafkatest.CloseAfterAppend {
+		overhead = 500 * time.Millisecond // as TestCrossConnection
+	}
+	s := kafkatest.Scenario{
+		Name: name, Topic: topic, Records: 9, Partitions: 2, TLS: tl,
+		Faults: []kafkatest.Fault{{Action: action, Every: 3, Max: 2}},
+		Producer: kafkatest.Producer{ClientID: "kgo-tls-more", PerRequest: 1,
+			ProduceTimeout: 300 * time.Millisecond, TimeoutOverhead: overhead},
+	}
+	res, pcap := runCaptured(t, s, 30*time.Second)
+	if err := keyFile.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Answered()) == 0 {
+		t.Fatalf("harness: no fault applied: %+v", res.Events)
+	}
+	if len(res.Log.Duplicates()) == 0 {
+		t.Fatalf("harness: %d faults applied but the log holds no record twice: %+v", len(res.Events), res.Events)
+	}
+	return res, keyPath, pcap
 }

@@ -294,3 +294,38 @@ func checkTLSEvidence(t *testing.T, dir, pcap, keyPath string, keys []byte, want
 		t.Errorf("the evidence's TLS summary %+v: want each of its %d keyed connections decrypted", s.TLS, len(randoms))
 	}
 }
+
+// TestTLSCaptureTshark: Wireshark's own TLS decryption, from the keys the
+// committed TLS capture carries, sees the produce requests kdupcap decrypts
+// and decodes: as many, with the same correlation IDs. A second opinion on
+// the decryption that shares no code with it.
+func TestTLSCaptureTshark(t *testing.T) {
+	tshark := testenv.Tool(t, "tshark")
+	file := seedPath("kgo-tls13-nonidempotent-timeout.pcapng")
+	res := cliAnalyze(t, nil, file)
+	if res.Code != exitOK || len(res.Findings) == 0 {
+		t.Fatalf("exit %d, %d findings: %s", res.Code, len(res.Findings), res.Stderr)
+	}
+	port := strings.TrimPrefix(res.Findings[0].Broker, "127.0.0.1:")
+	out, err := exec.Command(tshark, "-r", file, "-d", "tcp.port=="+port+",tls", "-d", "tls.port=="+port+",kafka",
+		"-Y", "kafka.api_key == 0 && !kafka.response_frame", "-T", "fields", "-e", "tcp.srcport", "-e", "kafka.correlation_id").Output()
+	if err != nil {
+		t.Fatalf("tshark: %v", err)
+	}
+	seen := map[string]bool{}
+	lines := strings.Fields(strings.TrimSpace(string(out)))
+	for i := 0; i+1 < len(lines); i += 2 {
+		seen[lines[i]+"/"+lines[i+1]] = true
+	}
+	if int64(len(seen)) != res.Summary.ProduceRequests || len(seen) == 0 {
+		t.Errorf("tshark decrypts %d produce requests, kdupcap %d", len(seen), res.Summary.ProduceRequests)
+	}
+	for _, f := range res.Findings {
+		for _, a := range f.Attempts {
+			cl := strings.TrimPrefix(a.Client, "127.0.0.1:")
+			if !seen[fmt.Sprintf("%s/%d", cl, a.CorrelationID)] {
+				t.Errorf("attempt correlation %d from %s: tshark decrypts no such produce request", a.CorrelationID, a.Client)
+			}
+		}
+	}
+}
