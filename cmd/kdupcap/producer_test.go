@@ -283,6 +283,9 @@ var capturedProducers = map[string]capturedProducer{
 	"sarama-nonidempotent-rebatched.pcap": {7, 1, 1, map[string]int64{"duplicated": 1}},
 	// 5 batches of 3 records, the second rebuilt once.
 	"kafkago-gzip-nonidempotent-rebuilt.pcap": {5, 1, 1, map[string]int64{"duplicated": 1}},
+	// The log's 11 batches (tshark decrypts 11 produce requests), two of
+	// them twice.
+	"kgo-tls13-nonidempotent-timeout.pcapng": {11, 2, 2, map[string]int64{"duplicated": 2}},
 }
 
 // TestProducersAddUp: on every testdata capture, the producer lines say

@@ -35,11 +35,13 @@ type tlsSummary struct {
 			Resumed     bool   `json:"resumed"`
 			Bytes       int64  `json:"decrypted_bytes"`
 		} `json:"connections"`
-		Total     int      `json:"total"`
-		Decrypted int      `json:"decrypted"`
-		NoKey     int      `json:"no_key"`
-		BadMAC    int      `json:"bad_mac"`
-		Hints     []string `json:"hints"`
+		Total           int      `json:"total"`
+		Decrypted       int      `json:"decrypted"`
+		NoKey           int      `json:"no_key"`
+		MidStream       int      `json:"mid_stream"`
+		BadMAC          int      `json:"bad_mac"`
+		KeyLogMalformed int      `json:"keylog_malformed"`
+		Hints           []string `json:"hints"`
 	} `json:"tls"`
 }
 
