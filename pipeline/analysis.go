@@ -20,6 +20,7 @@ type Analysis struct {
 	prof    *profile.Profiler
 	tls     *tlsLayer
 	in      Inputs
+	stopped bool // Read ended by Inputs.Stop
 }
 
 // NewAnalysis returns an Analysis with o; o.Check must have passed.
@@ -61,11 +62,21 @@ func (a *Analysis) Read(in Inputs, onRead func(inputBytes int64)) []error {
 	m, oerrs := in.open(a.tls.secrets)
 	errs = append(errs, oerrs...)
 	defer m.Close()
+	var (
+		rerrs   []error
+		stopped bool
+	)
 	if a.sharded != nil {
-		return append(errs, a.sharded.read(m, onRead)...)
+		rerrs, stopped = a.sharded.read(m, onRead, in.Stop)
+	} else {
+		rerrs, stopped = eachPacket(m, onRead, in.Stop, a.single.add)
 	}
-	return append(errs, eachPacket(m, onRead, a.single.add)...)
+	a.stopped = stopped
+	return append(errs, rerrs...)
 }
+
+// Stopped reports whether Read ended early because Inputs.Stop was closed.
+func (a *Analysis) Stopped() bool { return a.stopped }
 
 // Finish closes every connection and returns all findings, sorted; it
 // tallies them into the producer profiles.

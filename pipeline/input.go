@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"io"
 	"time"
 
@@ -18,6 +19,11 @@ type Inputs struct {
 	// Skew[i], if any, is added to every timestamp of Files[i].
 	Skew  []time.Duration
 	Stdin io.Reader
+	// Stop, when closed, ends the reading at the next packet (within
+	// progressEvery+1 packets), or at once while standard input waits for
+	// bytes: what was read before is decided and reported as usual
+	// (SIGINT on a `tcpdump | kdupcap analyze -`).
+	Stop <-chan struct{}
 }
 
 // progressEvery+1 is how many packets are read between two calls of an
@@ -41,7 +47,11 @@ func (in Inputs) open(onSecrets func(source string, keylog []byte)) (*capture.Me
 			err error
 		)
 		if name == "-" {
-			src, err = capture.NewSource("-", in.Stdin)
+			var stdin io.Reader = in.Stdin
+			if in.Stop != nil {
+				stdin = &stopReader{r: in.Stdin, stop: in.Stop}
+			}
+			src, err = capture.NewSource("-", stdin)
 		} else {
 			src, err = capture.Open(name)
 		}
@@ -60,24 +70,88 @@ func (in Inputs) open(onSecrets func(source string, keylog []byte)) (*capture.Me
 // eachPacket hands fn every packet of m in merged order, telling onRead
 // (if any) the input bytes read every progressEvery+1 packets and at the
 // end, and returns the input errors met: a file that fails is dropped and
-// the others go on.
-func eachPacket(m *capture.Merged, onRead func(int64), fn func(capture.Packet)) []error {
-	var errs []error
+// the others go on. It stops early, reporting stopped, once stop (if not
+// nil) is closed.
+func eachPacket(m *capture.Merged, onRead func(int64), stop <-chan struct{}, fn func(capture.Packet)) (errs []error, stopped bool) {
 	for n := 0; ; n++ {
-		if onRead != nil && n&progressEvery == 0 {
-			onRead(m.InputBytes())
+		if n&progressEvery == 0 {
+			if onRead != nil {
+				onRead(m.InputBytes())
+			}
+			select {
+			case <-stop:
+				return errs, true
+			default:
+			}
 		}
 		pkt, err := m.Next()
+		if errors.Is(err, errStopped) {
+			return errs, true
+		}
 		if err == io.EOF {
 			if onRead != nil {
 				onRead(m.InputBytes())
 			}
-			return errs
+			return errs, false
 		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		fn(pkt)
+	}
+}
+
+// errStopped is what a stopReader answers once Inputs.Stop is closed.
+var errStopped = errors.New("pipeline: reading stopped")
+
+// stopReader reads standard input on a goroutine of its own, so that a
+// closed stop ends a Read that waits for bytes: a pipe from a capture that
+// sends nothing must not keep an interrupted analysis from reporting.
+type stopReader struct {
+	r     io.Reader
+	stop  <-chan struct{}
+	res   chan readResult
+	buf   []byte
+	left  []byte // read and not yet returned
+	err   error  // the read's error, for after left
+	going bool   // a read is under way
+}
+
+type readResult struct {
+	n   int
+	err error
+}
+
+func (s *stopReader) Read(p []byte) (int, error) {
+	if len(s.left) > 0 {
+		n := copy(p, s.left)
+		s.left = s.left[n:]
+		return n, nil
+	}
+	if s.err != nil {
+		return 0, s.err
+	}
+	if !s.going {
+		if s.res == nil {
+			s.res, s.buf = make(chan readResult, 1), make([]byte, 64<<10)
+		}
+		s.going = true
+		go func() {
+			n, err := s.r.Read(s.buf)
+			s.res <- readResult{n, err}
+		}()
+	}
+	select {
+	case r := <-s.res:
+		s.going = false
+		n := copy(p, s.buf[:r.n])
+		s.left, s.err = s.buf[n:r.n], r.err
+		if len(s.left) > 0 {
+			return n, nil
+		}
+		return n, r.err
+	case <-s.stop:
+		return 0, errStopped
 	}
 }

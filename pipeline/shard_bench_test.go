@@ -29,11 +29,11 @@ func BenchmarkAnalyzeWorkers(b *testing.B) {
 				m2, _ := Inputs{Files: []string{path}}.open(nil)
 				if n == 1 {
 					p := newSingle(st)
-					errs = eachPacket(m2, nil, p.add)
+					errs, _ = eachPacket(m2, nil, nil, p.add)
 					find = func() error { return compareManifest(p.finish(), m) }
 				} else {
 					sp := newSharded(st, max(n, 1))
-					errs = sp.read(m2, nil)
+					errs, _ = sp.read(m2, nil, nil)
 					find = func() error { return compareManifest(sp.finish(), m) }
 				}
 				m2.Close()

@@ -232,10 +232,11 @@ func newSharded(st stages, n int) *sharded {
 
 // read is the reader and the merger, on the calling goroutine: it hands
 // every packet of m to its worker, with the flushes, in epochs, merges the
-// epochs the workers are done with between two, and returns m's errors.
+// epochs the workers are done with between two, and returns m's errors
+// and whether stop ended the reading (eachPacket).
 // The reader stays at most shardBatches epochs ahead of the merger; one
 // goroutine doing both leaves the other cores to the workers.
-func (sp *sharded) read(m *capture.Merged, onRead func(int64)) []error {
+func (sp *sharded) read(m *capture.Merged, onRead func(int64), stop <-chan struct{}) ([]error, bool) {
 	for _, w := range sp.workers {
 		go w.run()
 	}
@@ -265,7 +266,7 @@ func (sp *sharded) read(m *capture.Merged, onRead func(int64)) []error {
 		}
 	}
 	take()
-	errs := eachPacket(m, onRead, func(pkt capture.Packet) {
+	errs, stopped := eachPacket(m, onRead, stop, func(pkt capture.Packet) {
 		if ts := pkt.CI.Timestamp; gate.Due(ts) {
 			for _, b := range cur {
 				b.items = append(b.items, shardItem{seq: seq, kind: itemFlush, ts: ts})
@@ -301,7 +302,7 @@ func (sp *sharded) read(m *capture.Merged, onRead func(int64)) []error {
 	for ; inFlight > 0; inFlight-- {
 		sp.mergeEpoch(true)
 	}
-	return errs
+	return errs, stopped
 }
 
 // run is a worker's goroutine: one output per batch, in order.

@@ -158,6 +158,7 @@ type jsonSummary struct {
 	Topics                   []jsonTopic   `json:"topics"`
 	TLS                      *jsonTLS      `json:"tls,omitempty"`
 	Errors                   []string      `json:"errors"`
+	Interrupted              string        `json:"interrupted,omitempty"`
 }
 
 type jsonConnection struct {
@@ -340,9 +341,10 @@ func toJSONSummary(s *Summary) jsonSummary {
 			Unconfirmed:  s.ByVerdict[string(detect.Unconfirmed)],
 			Rejected:     s.ByVerdict[string(detect.Rejected)],
 		},
-		Topics: make([]jsonTopic, len(s.ByTopic)),
-		TLS:    toJSONTLS(s.TLS),
-		Errors: append([]string{}, s.Errors...),
+		Topics:      make([]jsonTopic, len(s.ByTopic)),
+		TLS:         toJSONTLS(s.TLS),
+		Errors:      append([]string{}, s.Errors...),
+		Interrupted: s.Interrupted,
 	}
 	for i, c := range s.KafkaConnections {
 		j.KafkaConnections[i] = jsonConnection{

@@ -59,6 +59,9 @@ type Summary struct {
 
 	// Errors holds input errors that ended reading early (file and position).
 	Errors []string
+	// Interrupted names the signal that stopped the reading ("SIGINT");
+	// empty when the inputs were read to their end.
+	Interrupted string
 }
 
 // Connection is one TCP connection taken as Kafka.

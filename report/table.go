@@ -191,6 +191,9 @@ func (t *tableWriter) Summary(s Summary) error {
 	}
 
 	summaryErrors(b, &s)
+	if s.Interrupted != "" {
+		fmt.Fprintf(b, "\nInterrupted by %s: the findings are those of the packets read before it.\n", s.Interrupted)
+	}
 	return t.flush("summary")
 }
 

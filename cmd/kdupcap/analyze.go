@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -129,7 +130,9 @@ func parsePorts(s string) ([]uint16, error) {
 	return ports, nil
 }
 
-func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// runAnalyze is `kdupcap analyze`; ctx done (a signal) stops the reading,
+// and what was read is decided and printed, marked as interrupted.
+func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cfg, err := parseAnalyzeFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -148,7 +151,7 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	an := pipeline.NewAnalysis(cfg.opts)
 	bar := newProgress(stderr, progressOn(isTerminal(stderr), cfg.quiet), inputSize(cfg.files), an.Stats)
-	readErrs := an.Read(pipeline.Inputs{Files: cfg.files, Skew: cfg.skew, Stdin: stdin}, bar.update)
+	readErrs := an.Read(pipeline.Inputs{Files: cfg.files, Skew: cfg.skew, Stdin: stdin, Stop: ctx.Done()}, bar.update)
 	bar.finish()
 	findings := an.Finish()
 	var inputErrs []string
@@ -168,6 +171,10 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	sum := an.Summary(inputErrs)
+	sig := stoppedBy(ctx)
+	if an.Stopped() && sig != nil {
+		sum.Interrupted = signalName(sig)
+	}
 	if err := out.Summary(sum); err != nil {
 		fmt.Fprintf(stderr, "kdupcap: writing output: %v\n", err)
 		return exitFailure
@@ -183,6 +190,9 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 
 	switch {
+	case an.Stopped() && sig != nil:
+		fmt.Fprintf(stderr, "kdupcap: %s: stopped reading; the findings are those of the packets read before it\n", signalName(sig))
+		return signalExit(sig)
 	case len(inputErrs) > 0:
 		return exitUsage
 	case cfg.failOnDuplicate && (sum.ByVerdict[string(detect.Duplicated)] > 0 || sum.ByVerdict[string(detect.Unconfirmed)] > 0):

@@ -41,7 +41,9 @@
 // be opened, or an input that could not be read wholly; the message names the
 // file and the byte position, and everything read before the fault is still
 // reported. 3: analyze --fail-on-duplicate and a finding is duplicated or
-// unconfirmed. 1: the output, a sink included, could not be written. The
+// unconfirmed. 130 or 143: analyze stopped by SIGINT or SIGTERM, after
+// printing what it had read. 1: the output, a sink included, could not be
+// written. The
 // process's memory limit is 224 MiB and GOGC 50 unless GOMEMLIMIT or GOGC say
 // otherwise, which the default bounds of the stages stay well below.
 //
@@ -50,6 +52,7 @@
 //   - main.go: main, handing the process's arguments and streams to run.
 //   - run.go: run, the subcommands, the usage text and the exit codes.
 //   - flags.go: the flags analyze and live share; the memory limit and GOGC.
+//   - signals.go: SIGINT and SIGTERM: a context they end, the exit codes.
 //   - analyze.go: kdupcap analyze: its flags, the run, --write-dups.
 //   - clockskew.go: the repeated --clock-skew FILE=DURATION flag.
 //   - progress.go: analyze's progress bar on a terminal.

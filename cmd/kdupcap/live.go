@@ -9,8 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -135,29 +133,6 @@ func runLiveCLI(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := stopContext(context.Background())
 	defer stop()
 	return runLive(ctx, args, stdout, stderr)
-}
-
-// stopContext is done at the first SIGINT or SIGTERM; the signals then get
-// their default action back, so that a second one ends the process while
-// the first one's flush is still running (a hung emitter, a slow disk).
-func stopContext(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(parent)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		select {
-		case <-sigs:
-		case <-ctx.Done():
-		}
-		// The default action is back before the run can see it must stop,
-		// so a second signal during the flush is never swallowed.
-		signal.Stop(sigs)
-		cancel()
-	}()
-	return ctx, func() {
-		signal.Stop(sigs)
-		cancel()
-	}
 }
 
 // liveRun is the state of one live run's sinks; the run itself is a

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 )
@@ -11,6 +12,10 @@ const (
 	exitFailure   = 1 // an internal failure writing the output
 	exitUsage     = 2 // bad usage, or input that could not be read (wholly or in part)
 	exitDuplicate = 3 // --fail-on-duplicate and a finding was duplicated or unconfirmed
+	// analyze stopped by a signal, after printing what it had read: the
+	// shell's 128 + the signal's number.
+	exitSIGINT  = 130
+	exitSIGTERM = 143
 )
 
 const usage = `kdupcap finds Kafka producer retries that wrote data twice, from packet captures.
@@ -35,7 +40,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "analyze":
-		return runAnalyze(args[1:], stdin, stdout, stderr)
+		ctx, stop := stopContext(context.Background())
+		defer stop()
+		return runAnalyze(ctx, args[1:], stdin, stdout, stderr)
 	case "live":
 		return runLiveCLI(args[1:], stdout, stderr)
 	case "version", "--version":
