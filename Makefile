@@ -72,18 +72,23 @@ fuzz:
 # and tshark (BENCH_TSHARK=0 skips it) side by side, each as its own process,
 # in one table with wall time, MB/s, packets/s and peak RSS. The bench fails
 # if analyze's findings differ from the generator's manifest or its peak RSS
-# exceeds 256 MiB.
+# exceeds 256 MiB. bench-tls.pcap is the loopback traffic over TLS 1.3
+# (AES-128-GCM), its key log beside it (bench-tls.pcap.keys): analyze runs
+# with --tls-keylog, tshark with tls.keylog_file, and the table ends with
+# decrypted analyze as a share of plaintext analyze on loopback (target
+# >= 50%).
 bench: build bench-tools
 	mkdir -p $(BENCH_DIR)
 	$(GO) run ./internal/gencap/cmd/gencap -o $(BENCH_DIR)/bench-lo.pcap -size $(BENCH_SIZE) -mtu 65535
 	$(GO) run ./internal/gencap/cmd/gencap -o $(BENCH_DIR)/bench-eth.pcap -size $(BENCH_SIZE) -mtu 1500
+	$(GO) run ./internal/gencap/cmd/gencap -tls -o $(BENCH_DIR)/bench-tls.pcap -size $(BENCH_SIZE) -mtu 65535
 	$(GO) test -run='^$$' -bench=. -benchmem ./capture ./decode ./detect ./profile
 	bin/benchrun -kdupcap ./kdupcap -readloop bin/readloop $(BENCH_TSHARK_FLAG) \
-		$(BENCH_DIR)/bench-lo.pcap $(BENCH_DIR)/bench-eth.pcap
+		$(BENCH_DIR)/bench-lo.pcap $(BENCH_DIR)/bench-eth.pcap $(BENCH_DIR)/bench-tls.pcap
 	@echo "== live path: AF_PACKET ring on lo -> reassembly -> Kafka decode -> detect (root only)"
 	@if [ "$$(id -u)" = 0 ]; then \
 		$(GO) test -run='^$$' -bench='LiveLoopback' -benchtime=200000x ./capture/live | grep -E '^Benchmark'; \
-		$(GO) test -run='^$$' -bench='LivePipeline' -benchtime=300000x ./cmd/kdupcap | grep -E '^Benchmark'; \
+		$(GO) test -run='^$$' -bench='LivePipeline' -benchtime=300000x ./pipeline | grep -E '^Benchmark'; \
 	else echo "skipped: not root"; fi
 
 # The issue's targets on big generated captures, in two tables:

@@ -33,6 +33,14 @@ type AssemblerOptions struct {
 	// out-of-order data held; past them the oldest hole is skipped (a Gap).
 	MaxBufferedPagesPerConnection int
 	MaxBufferedPagesTotal         int
+	// ReorderWindow and ReorderPackets bound how long a segment that
+	// came ahead of its stream waits for the one before it to come late,
+	// reordered as on a SPAN port, before the hole is taken as lost
+	// (reorder.go): capture time from that segment, and packets of the
+	// connection. Zero takes DefaultReorderWindow and
+	// DefaultReorderPackets; a negative value opens no window.
+	ReorderWindow  time.Duration
+	ReorderPackets int
 	// Evidence, when not nil, is given a copy of every packet of every TCP
 	// connection not ignored, for Evidence.WritePcap. nil costs nothing.
 	Evidence *Evidence
@@ -60,6 +68,26 @@ type Stats struct {
 	Retransmissions int64 // segments whose payload had all been delivered already
 	OverlapBytes    int64 // payload bytes dropped because they were delivered or queued already
 	IdleClosed      int64 // connections closed after IdleTimeout without a packet, not by FIN or RST
+
+	// Reorder windows (AssemblerOptions.ReorderWindow): ReorderHolds
+	// counts those opened by a segment ahead of its stream, Reordered
+	// those closed with the late segment delivered in place,
+	// ReorderGivenUp those that ran out (the hole then taken as lost).
+	ReorderHolds   int64
+	Reordered      int64
+	ReorderGivenUp int64
+
+	// Packets cut short by the snap length (captured length below the
+	// original one): SnapCut counts them, SnapCutBytes the bytes they
+	// lost, SnapLen is the largest captured length among them (the snap
+	// length the capture was taken with; the largest, not a sum, in Add).
+	SnapCut      int64
+	SnapCutBytes int64
+	SnapLen      int64
+	// Oversized counts the packets over MaxPacketBytes a Source skipped
+	// unread (see Source.Next), OversizedBytes their captured bytes.
+	Oversized      int64
+	OversizedBytes int64
 
 	Evidence EvidenceStats // of AssemblerOptions.Evidence; zero without one
 }
@@ -104,6 +132,16 @@ type Assembler struct {
 	refilled bool // the packet is assembled again after a fill
 	zeros    []byte
 	offs     []int // reused by conn.boundaries
+
+	// Reorder windows (reorder.go): the connections with one open, in
+	// the order they opened, and the bytes kept aside.
+	holding   []*conn
+	heldBytes int
+	pkt       Packet // the packet being assembled, for conn.keep
+	// release is a connection whose window must close before the packet
+	// is assembled again; check one whose kept packets may go now that
+	// the packet went in; replaying one whose kept packets are going in.
+	release, check, replaying *conn
 }
 
 // NewAssembler returns an Assembler calling newStream for every connection.
@@ -119,6 +157,12 @@ func NewAssembler(newStream NewStreamFunc, opts AssemblerOptions) *Assembler {
 	}
 	if opts.MaxBufferedPagesTotal <= 0 {
 		opts.MaxBufferedPagesTotal = DefaultMaxBufferedPagesTotal
+	}
+	if opts.ReorderWindow == 0 {
+		opts.ReorderWindow = DefaultReorderWindow
+	}
+	if opts.ReorderPackets == 0 {
+		opts.ReorderPackets = DefaultReorderPackets
 	}
 	a := &Assembler{
 		opts:      opts,
@@ -144,6 +188,20 @@ func (a *Assembler) Add(p Packet) {
 	if !a.opts.ExternalFlush {
 		a.flush(ts)
 	}
+	if n := p.CI.Length; n > len(p.Data) {
+		if n > MaxPacketBytes {
+			// Skipped unread by the Source (or past the bound anyway).
+			a.stats.Oversized++
+			a.stats.OversizedBytes += int64(n)
+			if len(p.Data) == 0 {
+				return
+			}
+		} else {
+			a.stats.SnapCut++
+			a.stats.SnapCutBytes += int64(n - len(p.Data))
+			a.stats.SnapLen = max(a.stats.SnapLen, int64(len(p.Data)))
+		}
+	}
 	switch a.dec.decode(p.LinkType, p.Data) {
 	case decodedNone:
 		a.stats.NonTCP++
@@ -158,17 +216,42 @@ func (a *Assembler) Add(p Packet) {
 	}
 	a.stats.TCPPackets++
 	a.stats.PayloadBytes += int64(len(tcp.Payload))
-	a.missing = a.dec.missing
-	if a.missing > 0 {
+	if a.dec.missing > 0 {
 		a.stats.Truncated++
 	}
-	if a.ctxQueued {
-		a.ctx, a.ctxQueued = new(packetContext), false
+	a.assemble(p)
+	if a.ev != nil {
+		a.ev.done()
+		a.evPacket, a.evPending = Packet{}, false
 	}
-	a.ctx.ci = p.CI
-	a.ctx.ci.AncillaryData = nil
-	a.asm.AssembleWithContext(a.dec.netFlow, tcp, a.ctx)
-	a.cur = nil
+}
+
+// assemble feeds the segment a.dec decoded from p to reassembly, with what
+// it asks for: a hole filled first, a hold given up first, a connection
+// ended or restarted.
+func (a *Assembler) assemble(p Packet) {
+	tcp := &a.dec.tcp
+	for {
+		a.pkt = p
+		a.missing = a.dec.missing
+		if a.ctxQueued {
+			a.ctx, a.ctxQueued = new(packetContext), false
+		}
+		a.ctx.ci = p.CI
+		a.ctx.ci.AncillaryData = nil
+		a.asm.AssembleWithContext(a.dec.netFlow, tcp, a.ctx)
+		a.cur = nil
+		c := a.release
+		if c == nil {
+			break
+		}
+		// The connection's reorder window ran out at this packet: the
+		// packets kept aside go in, then this one again (decoded again:
+		// the kept ones were decoded over it).
+		a.release, a.check = nil, nil
+		a.closeHold(c, true)
+		a.dec.decode(p.LinkType, p.Data)
+	}
 	if a.fillConn != nil {
 		// The packet acknowledged bytes of the other direction that the
 		// capture lost: fill the hole (reported as a Gap), then assemble
@@ -203,9 +286,13 @@ func (a *Assembler) Add(p Packet) {
 		}
 		a.synthRST(a.dec.netFlow.Reverse(), tcp.DstPort, tcp.SrcPort)
 	}
-	if a.ev != nil {
-		a.ev.done()
-		a.evPacket, a.evPending = Packet{}, false
+	if c := a.check; c != nil {
+		// A packet went in during a reorder window: kept packets may
+		// follow it now.
+		a.check = nil
+		if c.hold.on {
+			a.drain(c)
+		}
 	}
 }
 
@@ -254,6 +341,7 @@ func (a *Assembler) flush(ts time.Time) {
 // ExternalFlush, the caller calls it where a FlushGate says; otherwise Add
 // and Tick do. Streams are called from within Flush.
 func (a *Assembler) Flush(ts time.Time) {
+	a.expireHolds(ts)
 	cutoff := ts.Add(-a.opts.IdleTimeout)
 	a.flushing = true
 	a.asm.FlushWithOptions(reassembly.FlushOptions{T: cutoff, TC: cutoff})
@@ -266,6 +354,7 @@ func (a *Assembler) Flush(ts time.Time) {
 // Close delivers all data still held (after Gaps for the holes) and calls
 // Close on every Stream not closed yet. The Assembler must not be used after.
 func (a *Assembler) Close() {
+	a.releaseAll()
 	a.asm.FlushAll()
 }
 

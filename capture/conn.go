@@ -66,6 +66,9 @@ type conn struct {
 	// queue was delivered, until all of it was).
 	next, ahead, aheadEnd     [2]reassembly.Sequence
 	hasNext, queued, hasAhead [2]bool
+	// hold, when on, is a reorder window open for a late segment
+	// (reorder.go); nil until the connection's first.
+	hold *hold
 	// fill is the size of the made-up bytes that open the next delivery
 	// of a direction: they stand for a hole the peer acknowledged, and are
 	// reported as a Gap, never as data.
@@ -90,7 +93,7 @@ const noSequence = reassembly.Sequence(-1) // reassembly's invalidSequence
 // it is used.
 func (c *conn) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly.TCPFlowDirection, nextSeq reassembly.Sequence, start *bool, _ reassembly.AssemblerContext) bool {
 	a := c.a
-	if a.evPending && !a.synthetic && !a.filling {
+	if a.evPending && !a.synthetic && !a.filling && a.replaying == nil {
 		// Held before its bytes are delivered, late ones included.
 		a.evPending = false
 		c.ev = a.ev.record(c.ev, c.key, a.evPacket)
@@ -109,6 +112,23 @@ func (c *conn) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly.T
 		}
 		c.rst = false
 		return true
+	}
+	if tcp.RST && !a.synthetic {
+		if d := dirIndex(dir); c.halfClosed[d] && !c.halfClosed[1-d] {
+			// An RST after its direction's FIN: a peer that closed, then
+			// got bytes (a TLS client's close_notify) and answered them
+			// with RST. Reassembly ignores packets of a closed half, but
+			// the RST still ends the whole connection: close the other
+			// direction as for any RST.
+			a.pendingRST, a.rstDir = c, d
+			return false
+		}
+	}
+	if c.hold != nil && c.hold.on && a.replaying != c && !a.synthetic && c.s != nil && !c.done {
+		// A reorder window is open: the packet may be kept aside.
+		if !c.holdPacket(dirIndex(dir), tcp, ci) {
+			return false
+		}
 	}
 	if tcp.SYN && !tcp.ACK && !a.synthetic {
 		d := dirIndex(dir)
@@ -166,6 +186,10 @@ func (c *conn) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly.T
 	diff := nextSeq.Difference(seq)
 	switch {
 	case diff > 0 && n > 0:
+		if (c.hold == nil || !c.hold.on) && c.startHold(d, tcp, ci) {
+			// Kept aside: the segment before it may come late.
+			return false
+		}
 		// Ahead of the stream: reassembly queues it with the context.
 		a.ctxQueued = true
 		c.queue(d, seq, seq.Add(n))

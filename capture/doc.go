@@ -16,10 +16,11 @@
 // name; each [Packet] carries the link type of its own pcapng interface.
 // [Merge] reads several sources as one timeline, as mergecap does.
 // [Assembler.Add] decodes Ethernet (with VLAN tags), Linux cooked, loopback
-// and raw IP frames, and reassembles TCP: bytes in order and once, and a hole
-// the capture cannot fill reported as a [Stream.Gap] before the bytes after
-// it (at once when the peer acknowledged the lost bytes, else after
-// IdleTimeout). Time is packet time, never a clock read here; a live capture
+// and raw IP frames, and reassembles TCP: bytes in order and once, a
+// segment the capture shows late (reordered) delivered in place within a
+// reorder window, and a hole the capture cannot fill reported as a
+// [Stream.Gap] before the bytes after it (once the window ran out when the
+// peer acknowledged the lost bytes, else after IdleTimeout). Time is packet time, never a clock read here; a live capture
 // with no packet calls [Assembler.Tick]. [FlowHasher] and [FlushGate] shard a
 // capture by connection over Assemblers. An [Evidence] keeps the recent
 // packets of each connection for [Evidence.WritePcap]; a [SpanWriter] writes
@@ -40,8 +41,13 @@
 // offset reached; a [Merged] reports one source's error and goes on with the
 // others. Bad packets are never errors: frames that do not decode, of an
 // unsupported link type, or not TCP are counted in [Stats] and skipped; a
-// frame cut by the snap length is used as far as it goes, the rest a gap.
-// Nothing panics on bad input. An in-order segment allocates nothing.
+// frame cut by the snap length is used as far as it goes, the rest a gap,
+// and counted with the snap length seen ([Stats].SnapLen). A packet whose
+// captured length exceeds [MaxPacketBytes] is never read into memory: the
+// Source skips it in chunks and returns it with no Data, and the Assembler
+// counts it as Oversized. Nothing panics on bad input. An in-order segment
+// allocates nothing; segments kept aside in a reorder window are bounded
+// per connection and in total.
 // Evidence is bounded per connection and in total, oldest packets dropped
 // first; [ErrEvidenceEvicted] says a range written may be partial.
 //
@@ -51,12 +57,14 @@
 //   - secrets.go: the TLS key logs of pcapng Decryption Secrets Blocks.
 //   - readahead.go: decompression on a goroutine of its own, ahead of Next.
 //   - errors.go: InputError, ErrNotCapture and ErrEmpty.
+//   - oversized.go: MaxPacketBytes; packets over it skipped unread.
 //   - merge.go: Merge, Merged, Layout, Span: several sources as one timeline.
 //   - packet.go: the link, IP and TCP decoder with preallocated layers.
 //   - assembler.go: Assembler, AssemblerOptions, Stats; Add, Tick, Flush,
 //     Close.
 //   - conn.go: a connection's adapter to gopacket/reassembly; snap-length cuts.
 //   - hole.go: holes the capture will never fill, skipped on the peer's ack.
+//   - reorder.go: reorder windows: segments shown late delivered in place.
 //   - stream.go: the Stream interface and NewStreamFunc.
 //   - stats.go: Stats.Add, summing the Stats of sharded Assemblers.
 //   - flow.go: FlowHasher and FlushGate, for sharding a capture.

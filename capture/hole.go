@@ -11,10 +11,10 @@ import (
 
 // Holes the capture will never fill. A hole in one direction is bytes the
 // capture lost; when the peer's acknowledgment covers it, the peer got them
-// and no retransmission will come, so it is filled at once with made-up
-// bytes that the conn reports as a Gap, never as data. Segment starts of the
-// data queued behind a hole are kept so that it is delivered one Data call
-// per captured segment.
+// and no retransmission will come, so once the reorder window ran out
+// (reorder.go) it is filled with made-up bytes that the conn reports as a
+// Gap, never as data. Segment starts of the data queued behind a hole are
+// kept so that it is delivered one Data call per captured segment.
 
 // maxStarts bounds the queued segment starts kept per direction; the
 // boundaries of segments queued beyond it are not kept.
@@ -47,9 +47,9 @@ func (c *conn) queue(d int, seq, end reassembly.Sequence) {
 // direction d, shows that the peer received bytes of the other direction
 // that the capture lost: bytes beyond what that direction delivered, before
 // data reassembly queued waiting for them. Such a hole is never filled by
-// the capture; waiting for IdleTimeout would hand the bytes after it to the
-// Stream after this segment, which may answer them. It then asks Add to
-// fill the hole first.
+// the capture (a segment merely late was waited for: reorder.go); waiting
+// for IdleTimeout would hand the bytes after it to the Stream after this
+// segment, which may answer them. It then asks Add to fill the hole first.
 func (c *conn) ackedHole(d int, ack uint32) bool {
 	r := 1 - d
 	if !c.hasNext[r] || !c.hasAhead[r] {

@@ -9,7 +9,9 @@ import "encoding/binary"
 // such blocks but keeps them to itself, so a Source watches the pcapng
 // stream's block structure as it passes to pcapgo (secretsTap): block
 // headers are read, every other block's body is skipped by count without a
-// copy, and the body of a TLS secrets block is kept, within a bound.
+// copy, and the body of a TLS secrets block is kept, within a bound. The
+// same tap follows a pcap file's records, and stops the stream before a
+// packet over MaxPacketBytes (oversized.go).
 
 // Block and secrets types.
 const (
@@ -28,9 +30,9 @@ const MaxSecretsBytes = 16 << 20
 // the TLS key logs of its Decryption Secrets Blocks.
 type secretsTap struct {
 	r      *countingReader
-	state  uint8 // tapUndecided, tapOff, tapOn
+	state  uint8 // tapUndecided, tapOff, tapOn, tapPcap
 	order  binary.ByteOrder
-	hdr    [12]byte // the block header being read: type, length, 4 more
+	hdr    [16]byte // the block header being read (type, length, 4 more), or pcap record header
 	hn     int
 	left   int64  // bytes of the current block after hdr still to come
 	body   []byte // a DSB's bytes after hdr, being kept
@@ -39,15 +41,22 @@ type secretsTap struct {
 	total  int      // their bytes
 	drops  int      // blocks dropped by MaxSecretsBytes
 	pulled int      // key logs handed out (Source.newSecrets)
+
+	nano bool // pcap: nanosecond timestamps
+	over oversized
 }
 
 const (
 	tapUndecided = iota
 	tapOff
-	tapOn
+	tapOn   // pcapng
+	tapPcap // pcap
 )
 
 func (t *secretsTap) Read(p []byte) (int, error) {
+	if t.over.on {
+		return 0, errOversized // until Source skips the packet
+	}
 	n, err := t.r.Read(p)
 	if n > 0 && t.state != tapOff {
 		t.scan(p[:n])
@@ -70,13 +79,21 @@ func (t *secretsTap) scan(b []byte) {
 			}
 			continue
 		}
-		k := copy(t.hdr[t.hn:], b)
+		need := 12
+		if t.state == tapPcap {
+			need = pcapRecordHeader
+		}
+		k := copy(t.hdr[t.hn:need], b)
 		t.hn += k
 		b = b[k:]
-		if t.hn < len(t.hdr) {
+		if t.hn < need {
 			continue
 		}
 		t.hn = 0
+		if t.state == tapPcap {
+			t.startRecord()
+			continue
+		}
 		t.startBlock()
 	}
 }
@@ -85,8 +102,11 @@ func (t *secretsTap) scan(b []byte) {
 func (t *secretsTap) startBlock() {
 	typ := binary.LittleEndian.Uint32(t.hdr[0:])
 	if t.state == tapUndecided {
+		if t.startPcap(typ) {
+			return
+		}
 		if typ != blockSHB {
-			t.state = tapOff // not pcapng
+			t.state = tapOff // neither pcap nor pcapng
 			return
 		}
 		t.state = tapOn
@@ -108,7 +128,11 @@ func (t *secretsTap) startBlock() {
 		t.state = tapOff
 		return
 	}
-	t.left = int64(length) - int64(len(t.hdr))
+	t.left = int64(length) - 12
+	if isPacketBlock(typ) && int64(length) > MaxPacketBytes+ngBlockSlack {
+		t.overBlock(int64(length))
+		return
+	}
 	t.keep = typ == blockDSB && t.order.Uint32(t.hdr[8:]) == secretsTLSKeyLg
 	if t.keep && t.total+int(t.left) > MaxSecretsBytes {
 		t.keep = false

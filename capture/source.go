@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -22,7 +23,9 @@ import (
 type Packet struct {
 	// Data is the frame from its link-layer header on, as captured (cut at
 	// the snap length). It is owned by the Source and valid only until the
-	// next call to Next: copy what must be kept.
+	// next call to Next: copy what must be kept. It is empty for a packet
+	// over MaxPacketBytes, skipped unread; CI.Length is then the captured
+	// length it had (oversized.go).
 	Data []byte
 	// CI is the capture metadata; CI.AncillaryData is always nil.
 	CI gopacket.CaptureInfo
@@ -71,6 +74,10 @@ type Source struct {
 	link  layers.LinkType
 	good  int64 // stream offset after the last whole packet
 	err   error // sticky: returned by every Next after the first error
+	// lastTS is the timestamp of the last packet returned; oversized
+	// counts the packets skipped over MaxPacketBytes.
+	lastTS    time.Time
+	oversized int64
 }
 
 // Open opens the named capture file; "-" reads standard input. Every error
@@ -169,7 +176,9 @@ func (s *Source) open() error {
 
 // Next returns the next packet, or io.EOF at the clean end of the input.
 // Any other error is an *InputError; after an error every call returns the
-// same error. The packet's Data is valid only until the next call.
+// same error. The packet's Data is valid only until the next call. A packet
+// over MaxPacketBytes is skipped unread and returned with no Data (see
+// Packet.Data); one cut short by the end of the input is an InputError.
 func (s *Source) Next() (Packet, error) {
 	if s.err != nil {
 		return Packet{}, s.err
@@ -193,17 +202,48 @@ func (s *Source) Next() (Packet, error) {
 		}
 	}
 	if err != nil {
-		if err == io.EOF {
+		switch {
+		case err == io.EOF:
 			s.err = io.EOF
-		} else {
+		case s.tap.over.on && isOversized(err):
+			return s.skipOversized()
+		default:
 			s.err = s.fail(s.good, err)
 		}
 		return Packet{}, s.err
 	}
 	s.good = s.consumed()
 	ci.AncillaryData = nil
+	s.lastTS = ci.Timestamp
 	return Packet{Data: data, CI: ci, LinkType: link}, nil
 }
+
+// skipOversized skips the packet over MaxPacketBytes that the tap stopped
+// the stream at (oversized.go) and returns it with no Data, CI.Length its
+// captured bytes, and its timestamp (in a pcapng, the previous packet's).
+func (s *Source) skipOversized() (Packet, error) {
+	o := s.tap.over
+	// What pcapgo left buffered is of the packet: the tap stopped the
+	// stream within it.
+	if _, err := s.br.Discard(s.br.Buffered()); err != nil {
+		s.err = s.fail(s.good, err)
+		return Packet{}, s.err
+	}
+	if err := s.tap.skip(); err != nil {
+		s.err = s.fail(s.good, fmt.Errorf("capture: a packet of %d bytes (over the %d-byte bound, skipped) is cut short: %w", o.n, MaxPacketBytes, err))
+		return Packet{}, s.err
+	}
+	s.good = s.consumed()
+	ts := s.lastTS
+	if o.hasTS {
+		ts = o.ts
+	}
+	s.oversized++
+	return Packet{CI: gopacket.CaptureInfo{Timestamp: ts, Length: int(o.n)}, LinkType: s.link}, nil
+}
+
+// Oversized counts the packets over MaxPacketBytes skipped so far.
+func (s *Source) Oversized() int64 { return s.oversized }
 
 // Secrets returns the TLS key logs (NSS key log text) of the pcapng
 // Decryption Secrets Blocks read so far, in file order; SecretsDropped

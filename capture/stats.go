@@ -3,7 +3,7 @@ package capture
 // Add adds o's counts to s: the Stats of Assemblers that share one capture
 // (pipeline's sharded run) summed into the one an Assembler would have
 // counted. Evidence.Connections and HeldBytes, which say what is held now,
-// add up as well.
+// add up as well; SnapLen, a length, is the larger of the two.
 func (s *Stats) Add(o Stats) {
 	s.Packets += o.Packets
 	s.Bytes += o.Bytes
@@ -19,6 +19,14 @@ func (s *Stats) Add(o Stats) {
 	s.Retransmissions += o.Retransmissions
 	s.OverlapBytes += o.OverlapBytes
 	s.IdleClosed += o.IdleClosed
+	s.ReorderHolds += o.ReorderHolds
+	s.Reordered += o.Reordered
+	s.ReorderGivenUp += o.ReorderGivenUp
+	s.SnapCut += o.SnapCut
+	s.SnapCutBytes += o.SnapCutBytes
+	s.SnapLen = max(s.SnapLen, o.SnapLen) // a length, not a count
+	s.Oversized += o.Oversized
+	s.OversizedBytes += o.OversizedBytes
 	e, oe := &s.Evidence, o.Evidence
 	e.Packets += oe.Packets
 	e.Bytes += oe.Bytes

@@ -3,6 +3,7 @@ package decode
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -22,25 +23,19 @@ import (
 //	16 magic int8             17 attributes int8      18 timestamp int64 (magic 1)
 //	   key bytes (int32 length), value bytes (int32 length)
 //
-// Fingerprints (Batch.Hash), CRC first. A RecordBatch's CRC-32C, which the
-// producer computes and the broker checks, already covers every byte from
-// attributes to the end: the header fields after it and all records. So a
-// RecordBatch's fingerprint is built from the CRC and the bytes around it,
-// never from a pass over the records: xxhash64 of batchLength (bytes 8-11),
-// bytes 17-60 (the CRC, then attributes through recordsCount) and a sample
-// of the records, their first and last fingerprintSample bytes. Two batches
-// get the same fingerprint when their CRC, length and every header field
-// from attributes on are equal and the sampled bytes are too: the same
-// bytes, unless two different batches of one length, header and sampled
-// ends collide on CRC-32C (about 2^-32 for such a pair, and detect compares
-// fingerprints only within one client and topic-partition). The fingerprint
-// costs O(1) per batch instead of a hash of every byte (measured: see
-// BenchmarkProduceParse). A true hash-on-collision is not possible here: a
-// batch reaches detect with its response, when the bytes of the earlier
-// batch whose CRC it shares are long gone, and keeping them would cost
-// memory for the whole window.
+// Fingerprints (Batch.Hash) and CRCs. A RecordBatch's CRC-32C covers every
+// byte from attributes to the end: the header fields after it and all
+// records. decode checks it (crc32 with the Castagnoli table, which uses the
+// CPU's CRC instruction) and fingerprints the same bytes with xxhash64, both
+// in one pass over the batch (batchSums, chunk by chunk while the bytes are
+// in cache). A batch whose CRC does not match its bytes is Corrupt: counted
+// (Stats.CorruptBatches) and never matched by detect. Two batches have the
+// same fingerprint only when all their bytes from attributes on are equal
+// (but for an xxhash64 collision): equal CRCs are not enough, since a CRC is
+// linear and four appended bytes forge any CRC wanted.
 //
-// A legacy message set (magic 0/1) has one CRC per message, so its
+// A legacy message set (magic 0/1) has one CRC-32 (IEEE) per message, over
+// magic..end; each is checked, one wrong makes the set Corrupt, and the
 // fingerprint hashes every message from its CRC on (see legacySet).
 //
 // The hash is xxhash64, not maphash or FNV-1a: as fast as maphash and,
@@ -52,25 +47,30 @@ const (
 	batchCRCOffset    = 17
 	batchAttrOffset   = 21 // the CRC covers attributes..end
 	legacyLogOverhead = 12 // offset and messageSize
-	// fingerprintSample is how many bytes of each end of a RecordBatch's
-	// records the fingerprint takes in beside the CRC.
-	fingerprintSample = 32
+	// sumChunk is how many bytes batchSums hands the CRC and then the hash
+	// at a time: both read them while they are in the L1 cache.
+	sumChunk = 8 << 10
 )
 
-// batchFingerprint is the fingerprint of the RecordBatch b[:n] (see above).
-// It allocates nothing.
-func batchFingerprint(b []byte, n int) uint64 {
-	var buf [4 + (batchHeaderBytes - batchCRCOffset) + 2*fingerprintSample]byte
-	k := copy(buf[:], b[8:12])
-	k += copy(buf[k:], b[batchCRCOffset:batchHeaderBytes])
-	records := b[batchHeaderBytes:n]
-	if len(records) <= 2*fingerprintSample {
-		k += copy(buf[k:], records)
-	} else {
-		k += copy(buf[k:], records[:fingerprintSample])
-		k += copy(buf[k:], records[len(records)-fingerprintSample:])
+// castagnoli is the CRC-32C table of RecordBatch CRCs.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// batchSums returns the CRC-32C and the xxhash64 of p, reading it once:
+// a batch larger than sumChunk is taken chunk by chunk, each chunk checked
+// then hashed while it is in cache. It allocates nothing.
+func batchSums(p []byte) (crc uint32, hash uint64) {
+	if len(p) <= sumChunk {
+		return crc32.Checksum(p, castagnoli), xxhash.Sum64(p)
 	}
-	return xxhash.Sum64(buf[:k])
+	var h xxhash.Digest
+	h.Reset()
+	for len(p) > 0 {
+		n := min(len(p), sumChunk)
+		crc = crc32.Update(crc, castagnoli, p[:n])
+		h.Write(p[:n])
+		p = p[n:]
+	}
+	return crc, h.Sum64()
 }
 
 // appendBatches walks records, a partition's Records bytes, appending one
@@ -146,7 +146,9 @@ func recordBatchAt(b []byte) (Batch, int, bool) {
 		return Batch{}, 0, false
 	}
 	bt := batchHeader(b, n)
-	bt.Hash = batchFingerprint(b, n)
+	var crc uint32
+	crc, bt.Hash = batchSums(b[batchAttrOffset:n])
+	bt.Corrupt = crc != bt.CRC
 	return bt, n, true
 }
 
@@ -172,7 +174,9 @@ func batchHeader(b []byte, n int) Batch {
 // legacySet reads the run of legacy messages (magic 0 or 1) at the start of
 // b, up to the end of b or the next RecordBatch, and returns it as one Batch
 // with its length. The fingerprint covers each message from its CRC on,
-// leaving out the offsets, which clients may set as they like.
+// leaving out the offsets, which clients may set as they like; each
+// message's CRC-32 is checked, and one that does not match makes the set
+// Corrupt.
 func (d *Decoder) legacySet(b []byte) (Batch, int, error) {
 	batch := Batch{
 		Magic:          int8(b[16]),
@@ -219,6 +223,9 @@ func (d *Decoder) legacySet(b []byte) (Batch, int, error) {
 				batch.FirstTimestamp = ts
 			}
 			batch.MaxTimestamp = max(batch.MaxTimestamp, ts)
+		}
+		if crc32.ChecksumIEEE(m[16:n]) != binary.BigEndian.Uint32(m[12:]) {
+			batch.Corrupt = true
 		}
 		h.Write(m[legacyLogOverhead:n])
 		batch.NumRecords++

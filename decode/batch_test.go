@@ -89,10 +89,10 @@ func TestBatches(t *testing.T) {
 		t.Fatalf("%d batches, %v", len(b), err)
 	}
 	// The header fields as recordBatch wrote them, and the fingerprint as
-	// batch.go defines it: xxhash64 of batchLength, bytes 17-60 (CRC to
-	// recordsCount) and the records, whole when at most 64 bytes long.
+	// batch.go defines it: xxhash64 of every byte the CRC covers
+	// (attributes to the end).
 	crc := crc32.Checksum(v2[21:], crc32.MakeTable(crc32.Castagnoli))
-	fp := slices.Concat(v2[8:12], v2[17:61], []byte("records"))
+	fp := v2[21:]
 	w := Batch{Magic: 2, CRC: crc, LastOffsetDelta: 4, FirstTimestamp: 1700000000000,
 		MaxTimestamp: 1700000000005, ProducerID: 42, ProducerEpoch: 3, FirstSequence: 100, NumRecords: 5,
 		Length: 61 + len("records"), Hash: xxhash.Sum64(fp)}

@@ -22,7 +22,16 @@ import (
 //	4 zstd    a zstd frame (klauspost/compress/zstd), single-threaded
 //
 // Every codec stops at Options.MaxDecompressedBytes: what lies beyond is
-// never allocated, and the batch is marked truncated (counted).
+// never allocated, and the batch is marked truncated (counted). The
+// streaming codecs (gzip, lz4, zstd) stop at the cap's byte; snappy, whose
+// raw blocks decode whole, reads a block's decoded length first
+// (snappy.DecodedLen) and refuses a block that would cross the cap, so a
+// raw snappy section beyond the cap yields nothing and a xerial section
+// stops at the last whole block within it. The output grows geometrically,
+// never beyond the cap. Beside the cap per batch, a Printer has a budget
+// for the whole run (Options.MaxDecompressedTotal): each batch is capped at
+// what is left of it, and once it is spent nothing is decompressed
+// (errBudget, counted in Stats.DecompressSkipped).
 
 // maxZstdWindow bounds the window a zstd frame may ask for (the Java
 // client and librdkafka use at most 8 MiB at their default levels), so
@@ -34,6 +43,10 @@ var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
 // errCodec is an unknown compression codec.
 var errCodec = errors.New("decode: unknown compression codec")
+
+// errBudget: Options.MaxDecompressedTotal is spent; nothing was
+// decompressed. Not an error in the batch: never counted as one.
+var errBudget = errors.New("decode: decompression budget spent")
 
 // codecs holds the decompressors a Printer reuses, made on first use.
 type codecs struct {
@@ -48,11 +61,22 @@ type codecs struct {
 // maxDecompressed bytes of it; truncated says there was more. The result is
 // valid until the next call.
 func (p *Printer) decompress(codec int16, src []byte) (out []byte, truncated bool, err error) {
+	if p.budget <= 0 {
+		p.stats.DecompressSkipped++
+		return nil, false, errBudget
+	}
+	out, truncated, err = p.decompressCapped(codec, src, int(min(int64(p.limit), p.budget)))
+	p.budget -= int64(len(out))
+	p.stats.DecompressedBytes += int64(len(out))
+	return out, truncated, err
+}
+
+// decompressCapped is decompress with the cap limit.
+func (p *Printer) decompressCapped(codec int16, src []byte, limit int) (out []byte, truncated bool, err error) {
 	c := &p.codecs
 	if cap(c.buf) > keepBufBytes {
 		c.buf = nil // one large section must not hold memory for the run
 	}
-	limit := p.limit
 	c.src.Reset(src)
 	switch codec {
 	case 1:
@@ -125,7 +149,10 @@ func (c *codecs) readCapped(r io.Reader, limit int, name string) ([]byte, bool, 
 }
 
 // snappyBlock appends the raw snappy block src to dst, refusing to grow
-// dst beyond limit.
+// dst beyond limit: a block whose decoded length (read before anything is
+// decoded) would cross it is not decoded, and dst is truncated there. dst
+// grows geometrically, so that the many blocks of a xerial section cost
+// linear work and allocation.
 func (c *codecs) snappyBlock(dst, src []byte, limit int) ([]byte, bool, error) {
 	n, err := snappy.DecodedLen(src)
 	if err != nil {
@@ -136,7 +163,7 @@ func (c *codecs) snappyBlock(dst, src []byte, limit int) ([]byte, bool, error) {
 		return dst, true, nil
 	}
 	if cap(dst)-len(dst) < n {
-		grown := make([]byte, len(dst), len(dst)+n)
+		grown := make([]byte, len(dst), min(max(2*cap(dst), len(dst)+n, 4096), limit))
 		copy(grown, dst)
 		dst = grown
 	}

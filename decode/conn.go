@@ -33,8 +33,11 @@ type direction struct {
 	// began: segment boundaries, the next candidates when the first fails.
 	marks []int
 	// buf holds, when synced, the start of a frame whose end has not
-	// arrived; when probing, the candidate. It is decode's own copy.
-	buf []byte
+	// arrived; when probing, the candidate. It is decode's own copy, grown
+	// only by grow (buffer.go); held is its capacity as Decoder.held
+	// counts it.
+	buf  []byte
+	held int
 	// pos counts the bytes of this direction (delivered and known lost).
 	pos int64
 }
@@ -143,6 +146,15 @@ func (c *Conn) Data(fromA bool, data []byte, ts time.Time) bool {
 		dir.probing, dir.lost = false, true
 		dir.buf, dir.marks = dir.buf[:0], dir.marks[:0]
 	}
+	if dir.probing && !c.grow(dir, len(data), 0) {
+		// The partial frames of all connections are at their bound: the
+		// waiting candidate is dropped, data judged on its own.
+		c.d.stats.BufferDrops++
+		c.d.stats.DroppedBytes += int64(len(dir.buf))
+		dir.probing, dir.lost = false, true
+		dir.marks = dir.marks[:0]
+		c.release(dir)
+	}
 	if dir.probing {
 		dir.marks = append(dir.marks, len(dir.buf))
 		pos -= int64(len(dir.buf))
@@ -170,7 +182,15 @@ func (c *Conn) Data(fromA bool, data []byte, ts time.Time) bool {
 			// probeBytes, where it is refused.
 			dir.need = min(max(need, len(cand)+1), probeBytes+1)
 			if !dir.probing {
-				dir.buf = append(dir.buf[:0], data...)
+				dir.buf = dir.buf[:0]
+				if !c.grow(dir, len(data), 0) {
+					c.d.stats.BufferDrops++
+					c.d.stats.DroppedBytes += int64(len(data))
+					dir.lost = true
+					c.release(dir)
+					return c.checkSniff()
+				}
+				dir.buf = append(dir.buf, data...)
 				dir.probing = true
 				dir.marks = dir.marks[:0]
 			} else if base > 0 {
@@ -190,6 +210,7 @@ func (c *Conn) Data(fromA bool, data []byte, ts time.Time) bool {
 			c.d.stats.DroppedBytes += int64(len(cand))
 			dir.probing = false
 			dir.buf, dir.marks = dir.buf[:0], dir.marks[:0]
+			c.idle(dir)
 			return c.checkSniff()
 		}
 		// A candidate that waited for more bytes failed: try the next
@@ -216,7 +237,8 @@ func (c *Conn) Data(fromA bool, data []byte, ts time.Time) bool {
 	if dir.probing {
 		// Frame from the candidate; buf must start empty for frames.
 		dir.probing = false
-		dir.buf = nil
+		dir.buf = nil // cand is read from the old one
+		c.track(dir)
 		dir.marks = dir.marks[:0]
 	}
 	c.frames(dir, cand, pos, ts)
@@ -256,7 +278,8 @@ func (c *Conn) checkSniff() bool {
 	if c.sniffBytes > sniffGiveUpBytes || c.sniffTries >= sniffGiveUpTries {
 		c.rejected = true
 		c.pending = nil
-		c.dirs[0].buf, c.dirs[1].buf = nil, nil
+		c.release(&c.dirs[0])
+		c.release(&c.dirs[1])
 		c.d.stats.Rejected++
 		return false
 	}
@@ -272,6 +295,10 @@ func (c *Conn) frames(dir *direction, b []byte, pos int64, ts time.Time) {
 		start := pos - int64(len(dir.buf))
 		if len(dir.buf) < 4 {
 			n := min(4-len(dir.buf), len(b))
+			if !c.grow(dir, n, 0) {
+				c.overflow(dir, len(b))
+				return
+			}
 			dir.buf = append(dir.buf, b[:n]...)
 			b, pos = b[n:], pos+int64(n)
 			if len(dir.buf) < 4 {
@@ -283,17 +310,18 @@ func (c *Conn) frames(dir *direction, b []byte, pos int64, ts time.Time) {
 		}
 		size := int(binary.BigEndian.Uint32(dir.buf))
 		n := min(4+size-len(dir.buf), len(b))
+		if !c.grow(dir, n, 4+size) {
+			c.overflow(dir, len(b))
+			return
+		}
 		dir.buf = append(dir.buf, b[:n]...)
 		b, pos = b[n:], pos+int64(n)
 		if len(dir.buf) < 4+size {
 			return
 		}
 		c.frame(dir, dir.buf[4:], start, ts)
-		if cap(dir.buf) > keepBufBytes {
-			dir.buf = nil
-		} else {
-			dir.buf = dir.buf[:0]
-		}
+		dir.buf = dir.buf[:0]
+		c.idle(dir)
 		if !dir.synced {
 			return
 		}
@@ -310,7 +338,16 @@ func (c *Conn) frames(dir *direction, b []byte, pos int64, ts time.Time) {
 		b, pos = b[4+size:], pos+4+int64(size)
 	}
 	if len(b) > 0 {
-		dir.buf = append(dir.buf[:0], b...)
+		want := 0
+		if len(b) >= 4 {
+			want = 4 + int(binary.BigEndian.Uint32(b)) // checked above
+		}
+		dir.buf = dir.buf[:0]
+		if !c.grow(dir, len(b), want) {
+			c.overflow(dir, len(b))
+			return
+		}
+		dir.buf = append(dir.buf, b...)
 	}
 }
 
@@ -338,6 +375,7 @@ func (c *Conn) unsync(dir *direction) {
 	dir.synced, dir.probing, dir.lost = false, false, true
 	c.d.stats.DroppedBytes += int64(len(dir.buf))
 	dir.buf = dir.buf[:0]
+	c.idle(dir)
 }
 
 // frame decodes one whole frame (after its size field) of dir, which started
@@ -370,6 +408,13 @@ func (c *Conn) Gap(fromA bool, n int, ts time.Time) {
 	if n > 0 {
 		dir.pos += int64(n)
 	}
+	c.lose(dir)
+}
+
+// lose drops what dir buffered, as bytes lost: it resyncs at a later Data
+// call, and requests pending when responses are lost may have lost their
+// answer.
+func (c *Conn) lose(dir *direction) {
 	c.unsync(dir)
 	c.saslGap()
 	if dir.role == roleResponses {
@@ -404,5 +449,6 @@ func (c *Conn) Close(ts time.Time) {
 		c.d.emit(p.x)
 	}
 	c.pending = nil
-	c.dirs[0].buf, c.dirs[1].buf = nil, nil
+	c.release(&c.dirs[0])
+	c.release(&c.dirs[1])
 }

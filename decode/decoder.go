@@ -16,6 +16,10 @@ const (
 	DefaultPort          = 9092
 	DefaultMaxFrameBytes = 100 << 20
 	DefaultMaxPending    = 1024
+	// DefaultMaxBufferedFrameBytes bounds the partial frames held over all
+	// connections (Options.MaxBufferedFrameBytes): room for one frame of
+	// DefaultMaxFrameBytes and others in flight.
+	DefaultMaxBufferedFrameBytes = 128 << 20
 )
 
 // Sniffing bounds: a connection on a port that is not a Kafka port is given
@@ -63,6 +67,10 @@ type Options struct {
 	// MaxPending bounds the requests awaiting a response per connection;
 	// the oldest is evicted beyond it. Zero means 1024.
 	MaxPending int
+	// Clusters names the clusters of broker addresses where the capture
+	// cannot tell (no Metadata response with a ClusterID): each
+	// Exchange.Cluster is the name of its broker's (cluster.go).
+	Clusters []Cluster
 	// MaxConnections bounds the connections Connections lists: the first
 	// MaxConnections taken as Kafka are listed, later ones only counted
 	// (Stats.Connections counts all), so that a capture that never ends
@@ -84,6 +92,26 @@ type Options struct {
 	// allocated and is counted in Stats.DecompressTruncated. Zero means
 	// DefaultMaxDecompressedBytes.
 	MaxDecompressedBytes int
+	// MaxDecompressedTotal bounds what the Decoder decompresses over the
+	// whole run (for Records and RecordPrints, all connections), so that
+	// many small batches each expanding to the per-batch cap cannot cost
+	// memory bandwidth and CPU without end. A batch decompressed once the
+	// rest of the budget is less than the per-batch cap stops at the rest
+	// (counted in Stats.DecompressTruncated); once it is spent nothing is
+	// decompressed any more: records are not read and prints not made
+	// (Stats.DecompressSkipped). Zero means DefaultMaxDecompressedTotal.
+	// decode does not know the capture's size: a caller that does may set
+	// it from that.
+	MaxDecompressedTotal int64
+	// MaxBufferedFrameBytes bounds the bytes of partial frames (a frame
+	// whose end has not arrived yet, or a candidate frame start while
+	// resyncing) held over all connections of the Decoder. A connection
+	// whose partial frame would grow beyond it drops that frame, and its
+	// direction resyncs at a later segment, as after a Gap (counted in
+	// Stats.BufferDrops). Zero means DefaultMaxBufferedFrameBytes; it should
+	// not be less than MaxFrameBytes, or frames that large are always
+	// dropped.
+	MaxBufferedFrameBytes int64
 }
 
 // Stats counts what a Decoder saw, over all connections.
@@ -114,6 +142,21 @@ type Stats struct {
 	// Options.MaxDecompressedBytes (records past the cap are not shown).
 	RecordErrors        int64
 	DecompressTruncated int64
+	// DecompressedBytes counts the bytes decompressed (Options.Records,
+	// RecordPrints); DecompressSkipped the batches (or legacy wrappers)
+	// left compressed because Options.MaxDecompressedTotal was spent:
+	// their records are not read, their prints not made.
+	DecompressedBytes int64
+	DecompressSkipped int64
+	// CorruptBatches counts the batches of ProduceRequests whose CRC does
+	// not match their bytes (Batch.Corrupt): never matched. Fetched
+	// batches that are corrupt are left out of FetchedBatches.
+	CorruptBatches int64
+	// BufferDrops counts the partial frames dropped because the partial
+	// frames held over all connections reached Options.MaxBufferedFrameBytes
+	// (their direction resyncs, as after a Gap; the bytes are also in
+	// DroppedBytes).
+	BufferDrops int64
 	// Only when the Sink is a FetchSink: FetchResponses decoded and the
 	// whole record batches they held.
 	FetchResponses int64
@@ -177,6 +220,9 @@ type Decoder struct {
 	names map[string]string
 
 	stats Stats
+	// held counts the capacity of the partial-frame buffers of all
+	// connections (buffer.go).
+	held int64
 	// errCount counts the messages this Decoder formatted (MaxErrors).
 	errCount int
 
@@ -216,13 +262,20 @@ func New(sink Sink, opts Options) *Decoder {
 	if opts.MaxDecompressedBytes <= 0 {
 		opts.MaxDecompressedBytes = DefaultMaxDecompressedBytes
 	}
+	if opts.MaxDecompressedTotal <= 0 {
+		opts.MaxDecompressedTotal = DefaultMaxDecompressedTotal
+	}
+	if opts.MaxBufferedFrameBytes <= 0 {
+		opts.MaxBufferedFrameBytes = DefaultMaxBufferedFrameBytes
+	}
 	d := &Decoder{
 		sink:   sink,
 		opts:   opts,
 		shared: NewShared(),
 		names:  make(map[string]string),
 	}
-	d.pr = Printer{limit: opts.MaxDecompressedBytes, stats: &d.stats, pool: &d.raw}
+	d.pr = Printer{limit: opts.MaxDecompressedBytes, budget: opts.MaxDecompressedTotal, stats: &d.stats, pool: &d.raw}
+	d.shared.NameClusters(opts.Clusters)
 	d.ssink, _ = sink.(SharedSink)
 	d.fsink, _ = sink.(FetchSink)
 	d.tsink, _ = sink.(TxnSink)

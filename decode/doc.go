@@ -17,7 +17,8 @@
 // # What it decodes
 //
 // Responses are matched to requests by correlation ID. Produce v0-v13 is read
-// with kmsg, each batch's header fingerprinted by the bytes its CRC covers;
+// with kmsg, each batch's CRC checked and every byte it covers fingerprinted
+// (a batch whose CRC is wrong is Corrupt, counted, never matched);
 // Metadata names Produce v13's topic IDs, ApiVersions the client's software;
 // Fetch is read for a FetchSink, InitProducerId and EndTxn for a TxnSink;
 // SaslHandshake v0-v1 and SaslAuthenticate v0-v2 for the mechanism and the
@@ -50,26 +51,34 @@
 // lost completes with NoResponseBytesLost: nothing is guessed. A sniffed
 // connection is given up after 128 KiB that do not parse. Kept state is
 // bounded: Options.MaxPending requests and one frame start per direction per
-// connection, 2^18 topic names and 2^18 topic IDs per run; records
-// (Options.Records) are cut to MaxRecordBytes, and decompression stops at
-// Options.MaxDecompressedBytes per batch.
+// connection, Options.MaxBufferedFrameBytes of frame starts over all
+// connections (beyond it a connection's partial frame is dropped and its
+// direction resyncs, counted), 2^18 topic names and 2^18 topic IDs per run;
+// records (Options.Records) are cut to MaxRecordBytes, and decompression
+// stops at Options.MaxDecompressedBytes per batch, for every codec, and at
+// Options.MaxDecompressedTotal per Decoder, after which nothing more is
+// decompressed (counted).
 //
 // # Files
 //
 //   - decoder.go: Options, Stats, ConnSummary, Decoder; New and NewStream.
 //   - conn.go: Conn, the capture.Stream of one connection: sides, sync,
 //     framing.
+//   - buffer.go: the partial frames of all connections, bounded together.
 //   - frame.go: request headers and the probes that find a frame start.
 //   - message.go: the API keys decode reads; requests and responses dispatched.
 //   - pending.go: the requests awaiting a response, bounded by MaxPending.
 //   - exchange.go: ConnInfo, Exchange, NoResponse, Batch, PartitionResponse,
 //     Sink.
 //   - produce.go: Produce v0-v13 requests and responses.
-//   - batch.go: record batch and message set headers; their fingerprints.
+//   - batch.go: record batch and message set headers; their CRCs and
+//     fingerprints.
 //   - records.go: Record and RecordHeader, the first records of a batch read.
 //   - prints.go: record prints made on demand: Printer, Batch.RecordPrints.
 //   - codec.go: gzip, snappy, lz4 and zstd, each capped in what it allocates.
 //   - metadata.go: Metadata responses naming the topics of Produce v13.
+//   - cluster.go: the cluster of each broker address, from Metadata v2+,
+//     DescribeCluster and Options.Clusters (Exchange.Cluster).
 //   - apiversions.go: ApiVersions requests, for the client's software.
 //   - fetch.go: Fetch v0-v18, FetchSink and the batches a response holds.
 //   - txn.go: InitProducerId and EndTxn, TxnSink.

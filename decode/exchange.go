@@ -47,7 +47,12 @@ type Exchange struct {
 	Acks            int16
 	TimeoutMillis   int32
 	TransactionalID *string
-	RequestTime     time.Time // time of the packet completing the request frame
+	// Cluster names the cluster of the connection's broker, set by
+	// Shared.Resolve (cluster.go): the name Options.Clusters gave its
+	// address, else the cluster ID a Metadata or DescribeCluster response
+	// of the capture showed for it so far; empty when none did.
+	Cluster     string
+	RequestTime time.Time // time of the packet completing the request frame
 	// InFlight is how many ProduceRequests of the connection were awaiting
 	// a response once this one was sent, itself included; 0 for acks=0,
 	// which awaits none.
@@ -102,7 +107,12 @@ type Batch struct {
 	Partition int32
 
 	// Magic is 2 for a RecordBatch, 0 or 1 for a legacy message set.
-	Magic           int8
+	Magic int8
+	// Corrupt is true when the CRC does not match the bytes it covers (the
+	// RecordBatch's CRC-32C, or any legacy message's CRC-32): the batch was
+	// damaged on the wire or forged, and is never matched (see Hash).
+	// Stats.CorruptBatches counts it.
+	Corrupt         bool
 	CRC             uint32 // RecordBatch CRC-32C; for a legacy set, the first message's CRC
 	Attributes      int16
 	LastOffsetDelta int32
@@ -116,11 +126,9 @@ type Batch struct {
 	Length int
 	// Hash fingerprints the bytes the CRC covers (attributes to the end for
 	// a RecordBatch; every message from its CRC on for a legacy set), so
-	// equal hashes mean the same batch bytes whatever baseOffset says. For
-	// a RecordBatch it is built CRC first, from the CRC, the length, the
-	// header fields and both ends of the records, without reading the
-	// records between (see batch.go): equal then means the same bytes but
-	// for a CRC-32C collision between batches alike in all of those.
+	// equal hashes mean the same batch bytes whatever baseOffset says: an
+	// xxhash64 of every one of those bytes, never trusting the CRC (see
+	// batch.go).
 	Hash uint64
 
 	// Records holds the first Options.Records records of the batch, nil

@@ -134,7 +134,11 @@ func (c *Conn) fetchResponse(dir *direction, p pending, body []byte, pos int64, 
 			b := &fp.Batches[j].Batch
 			b.TopicID, b.Partition = fp.TopicID, fp.Partition
 		}
-		d.stats.FetchedBatches += int64(len(fp.Batches))
+		for j := range fp.Batches {
+			if !fp.Batches[j].Corrupt {
+				d.stats.FetchedBatches++
+			}
+		}
 	}
 	d.shared.ResolveFetch(f)
 	d.fsink.Fetch(f)
@@ -307,6 +311,8 @@ func (d *Decoder) fetchedBatches(records []byte) []FetchedBatch {
 		if err != nil {
 			return out
 		}
+		// A corrupt batch is kept, marked: its bytes are not what was
+		// written, so detect takes it for no evidence.
 		out = append(out, FetchedBatch{BaseOffset: int64(binary.BigEndian.Uint64(b)), Batch: batch})
 		off += n
 	}

@@ -198,7 +198,7 @@ func FuzzFetchResponse(f *testing.F) {
 					want := Batch{Magic: 2, CRC: uint32(rb.CRC), Attributes: rb.Attributes, LastOffsetDelta: rb.LastOffsetDelta,
 						FirstTimestamp: rb.FirstTimestamp, MaxTimestamp: rb.MaxTimestamp, ProducerID: rb.ProducerID,
 						ProducerEpoch: rb.ProducerEpoch, FirstSequence: rb.FirstSequence, NumRecords: rb.NumRecords,
-						Length: b.Length}
+						Length: b.Length, Corrupt: crc32.Checksum(raw[21:b.Length], crc32.MakeTable(crc32.Castagnoli)) != uint32(rb.CRC)}
 					got := b.Batch // where it belongs is the partition's, set by the connection
 					got.Hash, got.Topic, got.TopicID, got.Partition = 0, "", [16]byte{}, 0
 					if rb.FirstOffset != b.BaseOffset || !reflect.DeepEqual(got, want) {

@@ -2,6 +2,8 @@ package decode
 
 import (
 	"encoding/binary"
+	"fmt"
+	"hash/crc32"
 	"reflect"
 	"testing"
 
@@ -63,13 +65,21 @@ func decodeStreamsHeld(opts Options, fromClient, fromBroker []byte, split func([
 	}
 	deliver(true, fromClient)
 	deliver(false, fromBroker)
-	var held int64
+	var held, buffered int64
 	for _, dir := range c.dirs {
 		if !dir.synced {
 			held += int64(len(dir.buf))
 		}
+		buffered += int64(cap(dir.buf))
+	}
+	// The bound on partial frames counts every buffer, and only those.
+	if d.BufferedFrameBytes() != buffered {
+		panic(fmt.Sprintf("decoder counts %d bytes of partial frames, its buffers hold %d", d.BufferedFrameBytes(), buffered))
 	}
 	c.Close(t0)
+	if d.BufferedFrameBytes() != 0 {
+		panic(fmt.Sprintf("decoder counts %d bytes of partial frames after the close", d.BufferedFrameBytes()))
+	}
 	return s.xs, d.Stats(), held
 }
 
@@ -315,7 +325,8 @@ func kmsgBatches(records []byte) (out []Batch, comparable bool) {
 			out = append(out, Batch{Magic: rb.Magic, CRC: uint32(rb.CRC), Attributes: rb.Attributes,
 				LastOffsetDelta: rb.LastOffsetDelta, FirstTimestamp: rb.FirstTimestamp, MaxTimestamp: rb.MaxTimestamp,
 				ProducerID: rb.ProducerID, ProducerEpoch: rb.ProducerEpoch, FirstSequence: rb.FirstSequence,
-				NumRecords: rb.NumRecords, Length: n})
+				NumRecords: rb.NumRecords, Length: n,
+				Corrupt: crc32.Checksum(b[21:n], crc32.MakeTable(crc32.Castagnoli)) != uint32(rb.CRC)})
 			off += n
 		case 0, 1:
 			set := Batch{Magic: int8(b[16]), FirstTimestamp: -1, MaxTimestamp: -1, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1}
@@ -361,6 +372,9 @@ func kmsgBatches(records []byte) (out []Batch, comparable bool) {
 				}
 				if set.NumRecords == 0 {
 					set.CRC, set.Attributes = crc, int16(attrs)
+				}
+				if crc32.ChecksumIEEE(m[16:12+size]) != crc {
+					set.Corrupt = true
 				}
 				set.NumRecords++
 				k += 12 + size

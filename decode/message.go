@@ -92,6 +92,8 @@ func (c *Conn) response(dir *direction, frame []byte, pos int64, ts time.Time) {
 		return
 	case p.key == keyMetadata:
 		c.metadataResponse(dir, p, body, pos, ts)
+	case p.key == keyDescribeCluster:
+		c.describeClusterResponse(dir, p, body, pos, ts)
 	case p.key == keySaslHandshake || p.key == keySaslAuthenticate:
 		c.saslResponse(dir, p, body, pos, ts)
 	case p.aux != nil:

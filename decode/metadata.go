@@ -2,16 +2,17 @@ package decode
 
 import "time"
 
-// Metadata (API key 3): decode reads only the responses, v10 and later,
-// whose topics carry both TopicID and name, to name the topics of Produce
-// v13 requests, which carry only the ID. The names are shared by every
+// Metadata (API key 3): decode reads the responses v10 and later, whose
+// topics carry both TopicID and name, to name the topics of Produce v13
+// requests, which carry only the ID; and the responses v2 and later for
+// their ClusterID and brokers (cluster.go). The names are shared by every
 // connection of the capture (Shared), since a client may ask one broker for
 // metadata and produce to another.
 
 // metadataResponse learns topic names by ID from the body of a
 // MetadataResponse answering p.
 func (c *Conn) metadataResponse(dir *direction, p pending, body []byte, pos int64, ts time.Time) {
-	if p.version < 10 {
+	if p.version < 2 {
 		return
 	}
 	d := c.d
@@ -20,6 +21,10 @@ func (c *Conn) metadataResponse(dir *direction, p pending, body []byte, pos int6
 	resp.Version = p.version
 	if err := resp.UnsafeReadFrom(body); err != nil {
 		d.errorf(c, dir.fromA, pos, "metadata v%d response correlation %d: %v", p.version, p.corr, err)
+		return
+	}
+	c.metadataCluster(resp, ts)
+	if p.version < 10 {
 		return
 	}
 	for i := range resp.Topics {

@@ -53,8 +53,10 @@ type rawPool struct {
 // Printer is not safe for concurrent use.
 type Printer struct {
 	codecs codecs
-	// limit is Options.MaxDecompressedBytes.
-	limit int
+	// limit is Options.MaxDecompressedBytes; budget is what is left of
+	// Options.MaxDecompressedTotal.
+	limit  int
+	budget int64
 	// stats counts prints, errors and truncations: the Decoder's Stats, or
 	// own for a Printer of its own.
 	stats *Stats
@@ -67,12 +69,16 @@ type Printer struct {
 }
 
 // NewPrinter returns a Printer of its own, decompressing at most
-// opts.MaxDecompressedBytes per batch (0: DefaultMaxDecompressedBytes); the
-// other options are not used.
+// opts.MaxDecompressedBytes per batch (0: DefaultMaxDecompressedBytes) and
+// opts.MaxDecompressedTotal in all (0: DefaultMaxDecompressedTotal), a
+// budget of its own; the other options are not used.
 func NewPrinter(opts Options) *Printer {
-	p := &Printer{limit: opts.MaxDecompressedBytes}
+	p := &Printer{limit: opts.MaxDecompressedBytes, budget: opts.MaxDecompressedTotal}
 	if p.limit <= 0 {
 		p.limit = DefaultMaxDecompressedBytes
+	}
+	if p.budget <= 0 {
+		p.budget = DefaultMaxDecompressedTotal
 	}
 	p.stats = &p.own
 	return p
@@ -155,7 +161,7 @@ func (p *Printer) printsOf(batch *Batch, raw []byte, dst []RecordPrint) []Record
 		err = p.walkLegacy(&w, raw[:batch.Length], true)
 		dst = w.pr
 	}
-	if err != nil && !truncated {
+	if err != nil && !truncated && err != errBudget {
 		p.stats.RecordErrors++
 	}
 	p.stats.RecordPrints += int64(len(dst))

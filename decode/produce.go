@@ -75,6 +75,9 @@ func (c *Conn) produceRequest(dir *direction, h requestHeader, clientID *string,
 			}
 			for _, b := range x.Batches[first:] {
 				d.stats.Batches++
+				if b.Corrupt {
+					d.stats.CorruptBatches++
+				}
 				if b.NumRecords > 0 {
 					d.stats.Records += int64(b.NumRecords)
 				}

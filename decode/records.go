@@ -28,6 +28,9 @@ const (
 	// DefaultMaxDecompressedBytes caps what one batch decompresses to when
 	// Options.MaxDecompressedBytes is zero.
 	DefaultMaxDecompressedBytes = 16 << 20
+	// DefaultMaxDecompressedTotal bounds what one Decoder (or Printer)
+	// decompresses over a run when Options.MaxDecompressedTotal is zero.
+	DefaultMaxDecompressedTotal = 4 << 30
 	// MaxRecordBytes is the most bytes of a key, value or header value a
 	// Record keeps; the full length is kept beside it.
 	MaxRecordBytes = 256
@@ -106,7 +109,9 @@ func (p *Printer) recordsSection(batch *Batch, b []byte) (section []byte, trunca
 		p.stats.DecompressTruncated++
 	}
 	if err != nil {
-		p.stats.RecordErrors++
+		if err != errBudget {
+			p.stats.RecordErrors++
+		}
 		return nil, false, false
 	}
 	return out, cut, true
@@ -188,7 +193,7 @@ func addTimestamp(first, delta int64) int64 {
 // message set b (batch.Length bytes, already walked by legacySet).
 func (d *Decoder) legacyRecords(batch *Batch, b []byte) {
 	w := legacyWalk{want: d.opts.Records}
-	if err := d.pr.walkLegacy(&w, b[:batch.Length], true); err != nil {
+	if err := d.pr.walkLegacy(&w, b[:batch.Length], true); err != nil && err != errBudget {
 		d.stats.RecordErrors++
 	}
 	batch.Records = w.recs

@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"net/netip"
 	"slices"
 	"time"
 )
@@ -29,6 +30,8 @@ type Shared struct {
 	// topicFrom: the response that first named each topic ID.
 	topicFrom map[[16]byte]topicSource
 	errs      []string
+	// clusters: the cluster of each broker address (cluster.go).
+	clusters clusterMap
 }
 
 // NewShared returns an empty Shared.
@@ -48,6 +51,9 @@ const (
 	EventTopic
 	// EventError: Name is a malformed-input message.
 	EventError
+	// EventCluster: a Metadata or DescribeCluster response on Conn,
+	// completed at Time, showed cluster ID Name holding Brokers.
+	EventCluster
 )
 
 // Event is one change to a Shared, made by a Decoder whose Sink is a
@@ -58,6 +64,8 @@ type Event struct {
 	TopicID [16]byte
 	Name    string
 	Time    time.Time
+	// Brokers, of an EventCluster, is the Event's own slice.
+	Brokers []netip.AddrPort
 }
 
 // SharedSink is a Sink of a Decoder that shares a capture with others (see
@@ -86,6 +94,8 @@ func (s *Shared) Apply(e Event) {
 		if len(s.errs) < MaxErrors {
 			s.errs = append(s.errs, e.Name)
 		}
+	case EventCluster:
+		s.learnCluster(e.Name, e.Brokers)
 	}
 }
 
@@ -102,9 +112,12 @@ func (s *Shared) learnTopic(id [16]byte, name string) {
 }
 
 // Resolve names the batches of x given by topic ID only, from the topics
-// learned so far. Exchanges a Decoder hands its Sink have been through its
+// learned so far, and x's cluster (Exchange.Cluster). Exchanges a Decoder hands its Sink have been through its
 // own Shared's Resolve, unless the Sink is a SharedSink.
 func (s *Shared) Resolve(x *Exchange) {
+	if x.Conn != nil {
+		x.Cluster = s.ClusterOf(x.Conn.Broker)
+	}
 	for i := range x.Batches {
 		b := &x.Batches[i]
 		if b.Topic == "" && b.TopicID != ([16]byte{}) {

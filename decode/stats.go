@@ -22,6 +22,10 @@ func (s *Stats) Add(o Stats) {
 	s.PrintedEager += o.PrintedEager
 	s.RecordErrors += o.RecordErrors
 	s.DecompressTruncated += o.DecompressTruncated
+	s.DecompressedBytes += o.DecompressedBytes
+	s.DecompressSkipped += o.DecompressSkipped
+	s.CorruptBatches += o.CorruptBatches
+	s.BufferDrops += o.BufferDrops
 	s.FetchResponses += o.FetchResponses
 	s.FetchedBatches += o.FetchedBatches
 	s.SASLAuthentications += o.SASLAuthentications

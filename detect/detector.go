@@ -95,6 +95,15 @@ type Options struct {
 	// the oldest is forgotten early, counted in Stats.RecordsEvicted. 0
 	// means DefaultMaxRecords.
 	MaxRecords int
+
+	// EchoWindow is how far apart, in packet time, two copies of one
+	// request (the same correlation ID and batch bytes) may have been sent
+	// on two connections to be one request seen twice (a proxy's two legs,
+	// NAT, a capture given twice with clock skew) rather than a re-send:
+	// the later copy is folded into the first and counted in Stats.Echoes
+	// (echo.go). 0 means DefaultEchoWindow (1 s); a negative window folds
+	// nothing.
+	EchoWindow time.Duration
 }
 
 // Detector groups the attempts of each record batch and decides a Finding for
@@ -103,19 +112,30 @@ type Options struct {
 type Detector struct {
 	opts   Options
 	window int64 // ns
-	scope  Scope // ScopeConnection, ScopeClient or ScopeBoth
-	seed   maphash.Seed
+	// echoWindow is Options.EchoWindow in ns, negative when off; echo
+	// holds the copies of requests seen (echo.go).
+	echoWindow int64
+	echo       echoState
+	// clusterIdx numbers the clusters named by exchanges, from 1;
+	// clusterNames[i-1] is cluster i's name (cluster.go).
+	clusterIdx   map[string]uint16
+	clusterNames []string
+	scope        Scope // ScopeConnection, ScopeClient or ScopeBoth
+	seed         maphash.Seed
 
 	// bySeq and byBytes find a remembered batch by the digest of its
 	// seqKey or bytesKey (see digest.go).
 	bySeq map[uint64]int32
 	// byClient counts the batches of bySeq filed under their client (see
 	// otherProducer): while there are none, no lookup looks for one.
-	byClient int
-	byBytes  map[uint64]int32
-	slab     slab
-	free     []int32     // unused slots of slab
-	spare    [][]attempt // emptied attempt lists of forgotten batches, for reuse
+	// byCluster likewise counts the batches filed under their cluster
+	// (cluster.go).
+	byClient  int
+	byCluster int
+	byBytes   map[uint64]int32
+	slab      slab
+	free      []int32     // unused slots of slab
+	spare     [][]attempt // emptied attempt lists of forgotten batches, for reuse
 	// remembered counts the batches remembered (slots in use).
 	remembered int
 	age        ageQueue // slots in the order they were last touched
@@ -168,18 +188,23 @@ func New(opts Options) *Detector {
 	if opts.Scope != ScopeConnection && opts.Scope != ScopeClient {
 		opts.Scope = ScopeBoth
 	}
+	echoWindow := int64(opts.EchoWindow)
+	if opts.EchoWindow == 0 {
+		echoWindow = int64(DefaultEchoWindow)
+	}
 	return &Detector{
-		opts:    opts,
-		scope:   opts.Scope,
-		seed:    maphash.MakeSeed(),
-		window:  int64(opts.Window),
-		settle:  int64(opts.Settle),
-		reports: make(map[int32]reportState),
-		bySeq:   make(map[uint64]int32),
-		byBytes: make(map[uint64]int32),
-		newest:  math.MinInt64,
-		stats:   Stats{ByVerdict: make(map[Verdict]int64)},
-		topics:  make(map[topicKey]*TopicStats),
+		opts:       opts,
+		echoWindow: echoWindow,
+		scope:      opts.Scope,
+		seed:       maphash.MakeSeed(),
+		window:     int64(opts.Window),
+		settle:     int64(opts.Settle),
+		reports:    make(map[int32]reportState),
+		bySeq:      make(map[uint64]int32),
+		byBytes:    make(map[uint64]int32),
+		newest:     math.MinInt64,
+		stats:      Stats{ByVerdict: make(map[Verdict]int64)},
+		topics:     make(map[topicKey]*TopicStats),
 	}
 }
 
@@ -202,6 +227,16 @@ func (d *Detector) Produce(x *decode.Exchange) {
 		resp = unixNano(x.ResponseTime)
 		seen = max(seen, resp)
 	}
+	if first, ok := d.echoOf(x, req); ok {
+		// A copy of a request handed over before (echo.go): no attempt.
+		d.fold(x, first)
+		if seen > d.newest {
+			d.newest = seen
+			d.advance()
+		}
+		return
+	}
+	cluster := d.clusterOf(x.Cluster)
 	// Forget what the window lost by the time this request was sent, file
 	// its batches, then move on to the time of its answer: a resend sent
 	// within the window is grouped even if its answer comes after it.
@@ -211,6 +246,9 @@ func (d *Detector) Produce(x *decode.Exchange) {
 	}
 	for i := range x.Batches {
 		bt := &x.Batches[i]
+		if bt.Corrupt {
+			continue // its CRC does not match its bytes: never matched (decode counts it)
+		}
 		at := attempt{
 			reqTime:       req,
 			respTime:      resp,
@@ -224,6 +262,7 @@ func (d *Detector) Produce(x *decode.Exchange) {
 			hash:          bt.Hash,
 			crc:           bt.CRC,
 			responded:     x.Responded,
+			cluster:       cluster,
 		}
 		if r := bt.Response; r != nil {
 			at.partResp = true
@@ -240,6 +279,7 @@ func (d *Detector) Produce(x *decode.Exchange) {
 			d.matchRecords(o, bt, &at, seen, again)
 		}
 	}
+	d.sighted(x, req, seen)
 	if seen > d.newest {
 		d.newest = seen
 		d.advance()
@@ -264,6 +304,7 @@ func (d *Detector) Advance(now time.Time) {
 // advance decides what is due at d.newest.
 func (d *Detector) advance() {
 	d.expire()
+	d.expireEchoes()
 	d.expireRecords()
 	if d.opts.Streaming {
 		d.settled()
@@ -281,12 +322,13 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		topic = ""
 	}
 	var (
-		slot     int32
-		found    bool
-		byClient bool
-		sk       seqKey
-		bk       bytesKey
-		h        uint64 // the digest of sk or bk
+		slot       int32
+		found      bool
+		byClient   bool
+		keyCluster uint16 // the cluster in the key, when filed apart
+		sk         seqKey
+		bk         bytesKey
+		h          uint64 // the digest of sk or bk
 	)
 	if bt.ProducerID >= 0 {
 		sk = seqKey{owner: d.ownerOf(conn, at.clientID, true), topic: topic, topicID: bt.TopicID, partition: bt.Partition,
@@ -302,13 +344,29 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 			ck := sk
 			ck.owner = d.clientOwner(conn, at.clientID)
 			if cslot, ok, ch := d.findSeq(ck); ok || found {
-				slot, found, h, byClient = cslot, ok, ch, true
+				slot, found, h, byClient, sk = cslot, ok, ch, true, ck
+			}
+		}
+		if d.apart(slot, found, at) {
+			// Another cluster's batch holds the key: this one is under
+			// its cluster.
+			ck := sk
+			ck.cluster = at.cluster
+			if cslot, ok, ch := d.findSeq(ck); ok || found {
+				slot, found, h, keyCluster, sk = cslot, ok, ch, at.cluster, ck
 			}
 		}
 	} else {
 		bk = bytesKey{owner: o, topic: topic, topicID: bt.TopicID, partition: bt.Partition,
 			crc: bt.CRC, hash: bt.Hash}
 		slot, found, h = d.findBytes(bk)
+		if d.apart(slot, found, at) {
+			ck := bk
+			ck.cluster = at.cluster
+			if cslot, ok, ch := d.findBytes(ck); ok || found {
+				slot, found, h, keyCluster, bk = cslot, ok, ch, at.cluster, ck
+			}
+		}
 	}
 
 	if found {
@@ -332,6 +390,9 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		b.more = append(b.more, *at)
 		if b.topic == "" && bt.Topic != "" {
 			b.topic = bt.Topic
+		}
+		if b.cluster == 0 {
+			b.cluster = at.cluster
 		}
 		b.last = max(b.last, seen)
 		b.gen++
@@ -364,7 +425,14 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		gen:             b.gen + 1,
 		inUse:           true,
 		byClient:        byClient,
+		cluster:         at.cluster,
+		keyCluster:      keyCluster,
 		first:           *at,
+	}
+	if bt.ProducerID >= 0 {
+		b.owner = sk.owner
+	} else {
+		b.owner = bk.owner
 	}
 	d.keepRecords(slot, bt)
 	d.watchBatch(b)
@@ -375,8 +443,14 @@ func (d *Detector) add(conn *decode.ConnInfo, bt *decode.Batch, at *attempt, see
 		if byClient {
 			d.byClient++
 		}
+		if keyCluster != 0 {
+			d.byCluster++
+		}
 	default:
 		d.byBytes[h] = slot
+		if keyCluster != 0 {
+			d.byCluster++
+		}
 	}
 	d.remembered++
 	d.push(slot, b)
@@ -458,6 +532,9 @@ func (d *Detector) retire(slot int32, emit bool) {
 	} else {
 		unfile(d.byBytes, maphash.Comparable(d.seed, d.bytesKey(b)), slot)
 	}
+	if b.keyCluster != 0 {
+		d.byCluster--
+	}
 	d.decide(slot, b, emit)
 }
 
@@ -479,7 +556,7 @@ func (d *Detector) decide(slot int32, b *batch, emit bool) {
 			delete(d.reports, slot)
 		}
 	case d.reportable(b):
-		f := b.finding()
+		f := d.finding(b)
 		d.attachRecords(&f, slot)
 		d.record(&f)
 		if emit && d.opts.OnFinding != nil {
@@ -521,6 +598,7 @@ func (d *Detector) Flush() []Finding {
 	clear(d.bySeq)
 	clear(d.byBytes)
 	d.byClient = 0
+	d.byCluster = 0
 	d.flushRecords()
 	d.applyAll()
 	d.resetProof()

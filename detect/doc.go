@@ -25,7 +25,17 @@
 // or, for an idempotent producer, the same producer ID, epoch, first sequence
 // and last offset delta (Match "sequence"), and were sent by the same client:
 // on one connection or, with Options.Scope, on any connection of the same
-// client IP and client.id, or of the same producer ID and epoch. A retry
+// client IP and client.id, or of the same producer ID and epoch. Attempts
+// to two clusters never group (decode names each exchange's cluster from
+// the capture's Metadata and DescribeCluster responses or
+// decode.Options.Clusters): a batch of another known cluster is filed
+// apart, and a match by producer ID and sequence alone (other bytes) needs
+// the same broker address or brokers known to be of one cluster, since
+// every cluster hands out producer ID 0 (cluster.go). One request seen on
+// two connections (a proxy's two legs, NAT, a capture given twice: the
+// same correlation ID and batch bytes within Options.EchoWindow) is one
+// request: the later copy is folded into the first, never an attempt,
+// and counted in Stats.Echoes (echo.go). A retry
 // whose bytes were rebuilt is found by its records (KindRecordResend), from
 // the record prints of decode.Options.RecordPrints, at most
 // Options.MaxRecords remembered. Each resend's Cause is judged by the answer
@@ -63,6 +73,9 @@
 //     be.
 //   - fetched.go: Proof from fetched batches; Fetch.
 //   - txn.go: Transaction; InitProducerID and EndTxn.
+//   - echo.go: capture duplicates: one request seen on two connections;
+//     Echo, Stats.Echoes and EchoLegs, the aliases of a proxy's legs.
+//   - cluster.go: attempts to two clusters never group; Finding.Cluster.
 //   - recordmatch.go: matching records sent again in batches not alike.
 //   - recordfinding.go: the findings of records matched, reported or flushed.
 //   - records.go: Record, RecordCopy and RecordHeader of a finding.

@@ -233,6 +233,9 @@ func (d *Detector) Fetch(f *decode.Fetch) {
 		}
 		for j := range p.Batches {
 			fb := &p.Batches[j]
+			if fb.Corrupt {
+				continue // its bytes are not what was written: no evidence
+			}
 			if c != nil && fb.LastOffsetDelta >= 0 {
 				c.add(fb.BaseOffset, fb.BaseOffset+int64(fb.LastOffsetDelta)+1)
 			}

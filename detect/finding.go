@@ -133,6 +133,10 @@ type Finding struct {
 	Topic     string
 	TopicID   [16]byte // zero unless the request named the topic by ID (v13)
 	Partition int32
+	// Cluster names the cluster of the attempts' brokers: the name
+	// decode.Options.Clusters gave, or the cluster ID the capture's
+	// Metadata or DescribeCluster responses showed; empty when unknown.
+	Cluster string
 
 	ProducerID    int64
 	ProducerEpoch int16

@@ -159,8 +159,11 @@ func (d *Detector) recordFinding(group []int32) Finding {
 		if t := rs.carriers[ci].topic; b.topic == "" && t != "" {
 			b.topic = t
 		}
+		if c := rs.carriers[ci].at.cluster; b.cluster == 0 {
+			b.cluster = c
+		}
 	}
-	f := b.finding()
+	f := d.finding(&b)
 	f.Match = MatchRecords
 	f.Kind = KindRecordDuplicate
 	for i := 1; i < len(f.Attempts); i++ {

@@ -148,7 +148,7 @@ func (d *Detector) matchRecords(o owner, bt *decode.Batch, at *attempt, seen int
 	if !failed && !want && len(d.hot) == 0 {
 		return // the common case: nothing failed lately
 	}
-	part := d.partitionKey(o, bt)
+	part := d.partitionKey(o, bt, at)
 	switch h, ok := d.hot[part]; {
 	case failed:
 		if d.hot == nil || len(d.hot) >= maxHot {
@@ -266,10 +266,12 @@ func sameBytes(a, b *carrier) bool {
 }
 
 // partitionKey hashes who may send a record again (as owner does for
-// batches) and the partition it went to.
-func (d *Detector) partitionKey(o owner, bt *decode.Batch) uint64 {
+// batches), the partition it went to and its cluster, or its broker where
+// the cluster is not known (cluster.go).
+func (d *Detector) partitionKey(o owner, bt *decode.Batch, at *attempt) uint64 {
 	var h maphash.Hash
 	h.SetSeed(d.seed)
+	d.writePlace(&h, at)
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], o.conn)
 	h.Write(b[:])

@@ -22,8 +22,11 @@ type owner struct {
 
 // bytesKey finds a batch by its bytes; seqKey finds an idempotent batch by
 // its sequence span. Both hold the topic ID when it is set, else the name.
+// cluster is 0 but in the key of a batch filed apart from another
+// cluster's batch of the same key (see cluster.go).
 type bytesKey struct {
 	owner
+	cluster   uint16
 	topic     string
 	topicID   [16]byte
 	partition int32
@@ -33,6 +36,7 @@ type bytesKey struct {
 
 type seqKey struct {
 	owner
+	cluster         uint16
 	topic           string
 	topicID         [16]byte
 	partition       int32
@@ -61,6 +65,9 @@ type attempt struct {
 	crc           uint32
 	responded     bool // the exchange has a response
 	partResp      bool // the response named this partition
+	// cluster numbers the cluster of the attempt's broker (Detector.clusters),
+	// 0 when the capture does not tell (see cluster.go).
+	cluster uint16
 	// showConn, set on the copies a Finding is built from when its attempts
 	// span connections, names the connection with the correlation ID in
 	// reasons: correlation IDs are per connection.
@@ -102,6 +109,15 @@ type batch struct {
 	// records: a record-level finding's stand-in, whose verdict speaks of
 	// records, not of a batch.
 	records bool
+	// cluster is the first known cluster of the attempts (0: none known);
+	// keyCluster is the cluster in the batch's key, 0 unless it was filed
+	// apart from another cluster's batch of the same key (cluster.go).
+	cluster    uint16
+	keyCluster uint16
+	// owner is the owner in the batch's key, as it was filed: what
+	// clientOwner gives may change as capture duplicates teach aliases
+	// (echo.go).
+	owner owner
 
 	first attempt
 	more  []attempt
@@ -140,8 +156,15 @@ func (d *Detector) ownerOf(conn *decode.ConnInfo, clientID *string, idempotent b
 }
 
 // clientOwner is the owner of the batches of one client across its
-// connections: its IP (not its port) and client.id.
+// connections: its IP (not its port) and client.id; for the connections of
+// a proxy's or a NAT's other leg, the client whose requests they copy
+// (echo.go).
 func (d *Detector) clientOwner(conn *decode.ConnInfo, clientID *string) owner {
+	return d.resolveOwner(d.rawClientOwner(conn, clientID))
+}
+
+// rawClientOwner is clientOwner without aliases.
+func (d *Detector) rawClientOwner(conn *decode.ConnInfo, clientID *string) owner {
 	var h maphash.Hash
 	h.SetSeed(d.seed)
 	ip := conn.Client.Addr().Unmap().As16()
@@ -154,16 +177,19 @@ func (d *Detector) clientOwner(conn *decode.ConnInfo, clientID *string) owner {
 }
 
 func (d *Detector) bytesKey(b *batch) bytesKey {
-	return bytesKey{owner: d.ownerOf(b.first.conn, b.first.clientID, false), topic: b.keyTopic(), topicID: b.topicID,
+	return bytesKey{owner: b.owner, cluster: b.keyCluster, topic: b.keyTopic(), topicID: b.topicID,
 		partition: b.partition, crc: b.first.crc, hash: b.first.hash}
 }
 
 // otherProducer reports whether at, of an idempotent batch with b's
 // producer ID, epoch and sequence span, comes from another producer than b's
 // attempts: its bytes are none of theirs and its client (IP and client.id)
-// is not theirs. Producer IDs are per cluster and every cluster hands out
-// 0, 1, 2..., so one host may see two producers of one ID; a producer's own
-// retry carries its bytes again, or comes from its own client when rebuilt.
+// is not theirs, or it went to a broker none of theirs went to that is not
+// known to be of their cluster. Producer IDs are per cluster and every
+// cluster hands out 0, 1, 2..., so one host may see two producers of one
+// ID, even of one client.id; a producer's own retry carries its bytes
+// again, or comes from its own client when rebuilt, to the same broker or
+// one of the same cluster (cluster.go).
 func (d *Detector) otherProducer(b *batch, conn *decode.ConnInfo, at *attempt) bool {
 	if b.first.hash == at.hash {
 		return false
@@ -173,15 +199,12 @@ func (d *Detector) otherProducer(b *batch, conn *decode.ConnInfo, at *attempt) b
 			return false
 		}
 	}
-	return d.clientOwner(conn, at.clientID) != d.clientOwner(b.first.conn, b.first.clientID)
+	return d.clientOwner(conn, at.clientID) != d.clientOwner(b.first.conn, b.first.clientID) ||
+		!d.sameClusterKnown(b, conn, at)
 }
 
 func (d *Detector) seqKey(b *batch) seqKey {
-	o := d.ownerOf(b.first.conn, b.first.clientID, true)
-	if b.byClient {
-		o = d.clientOwner(b.first.conn, b.first.clientID)
-	}
-	return seqKey{owner: o, topic: b.keyTopic(), topicID: b.topicID,
+	return seqKey{owner: b.owner, cluster: b.keyCluster, topic: b.keyTopic(), topicID: b.topicID,
 		partition: b.partition, producerEpoch: b.producerEpoch,
 		firstSequence: b.firstSequence, lastOffsetDelta: b.lastOffsetDelta,
 		producerID: b.producerID}

@@ -42,6 +42,13 @@ type Stats struct {
 	RecordPrints   int64
 	RecordsEvicted int64
 	RecordFindings int64
+	// Echoes counts the exchanges that were copies of a request seen on
+	// another connection (a proxy's two legs, NAT, a capture given twice:
+	// echo.go), folded into the first copy: not attempts, nor counted in
+	// Batches, Records or Topics. EchoLegs names the first MaxEchoLegs
+	// pairs of connections they came on.
+	Echoes   int64
+	EchoLegs []EchoLeg
 	// Remembered is the number of batches remembered now.
 	Remembered int
 	// Topics holds the per-topic counts, sorted by Topic.
@@ -70,6 +77,7 @@ func (d *Detector) Stats() Stats {
 	s := d.stats
 	s.Remembered = d.remembered
 	s.ByVerdict = maps.Clone(d.stats.ByVerdict)
+	s.EchoLegs = slices.Clone(d.echo.legs)
 	s.Topics = make([]TopicStats, 0, len(d.topics))
 	for _, t := range d.topics {
 		s.Topics = append(s.Topics, *t)

@@ -75,7 +75,7 @@ func (d *Detector) settled() {
 // it: a first report as a new finding, a later one as a revision that moves
 // the finding's verdict count.
 func (d *Detector) report(slot int32, b *batch) Finding {
-	f := b.finding()
+	f := d.finding(b)
 	d.attachRecords(&f, slot)
 	d.applyFetched(&f)
 	d.applyTxn(&f)

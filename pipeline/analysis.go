@@ -25,7 +25,7 @@ type Analysis struct {
 
 // NewAnalysis returns an Analysis with o; o.Check must have passed.
 func NewAnalysis(o Options) *Analysis {
-	a := &Analysis{opts: o, prof: profile.New(profile.Options{}), tls: newTLSLayer(o.TLSKeyLogs)}
+	a := &Analysis{opts: o, prof: profile.New(profile.Options{}), tls: newTLSLayer(o.TLSKeyLogs, o.Ports)}
 	observe := a.prof.Produce
 	if o.Observe != nil {
 		observe = func(x *decode.Exchange) {
@@ -40,6 +40,21 @@ func NewAnalysis(o Options) *Analysis {
 		a.single = newSingle(st)
 	}
 	return a
+}
+
+// detector is the run's Detector.
+func (a *Analysis) detector() *detect.Detector {
+	if a.sharded != nil {
+		return a.sharded.det
+	}
+	return a.single.det
+}
+
+// showClusters reports whether findings name their cluster: when the run
+// saw more than one, or the user named clusters; one cluster named on every
+// finding says nothing.
+func showClusters(o Options, det *detect.Detector) bool {
+	return len(o.Clusters) > 0 || det.Clusters() > 1
 }
 
 // Stats are the Detector's counts so far (for a progress bar: safe to call
@@ -87,7 +102,12 @@ func (a *Analysis) Finish() []detect.Finding {
 	} else {
 		findings = a.single.finish()
 	}
+	det := a.detector()
+	show := showClusters(a.opts, det)
 	for i := range findings {
+		if !show {
+			findings[i].Cluster = ""
+		}
 		a.prof.Finding(&findings[i])
 	}
 	return findings

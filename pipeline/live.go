@@ -120,7 +120,7 @@ func NewLive(o LiveOptions, src LiveSource) (*Live, error) {
 	l.prof = profile.New(profile.Options{Revisable: window + settle,
 		MaxPending: max(maxBatches*profile.DefaultMaxPending/detect.DefaultMaxBatches, 1)})
 
-	l.tls = newTLSLayer(nil)
+	l.tls = newTLSLayer(nil, o.Ports)
 	for _, name := range o.TLSKeyLogs {
 		l.keyFiles = append(l.keyFiles, l.tls.keys.Follow(name))
 	}
@@ -209,12 +209,18 @@ const keyPollEvery = 250 * time.Millisecond
 // cannot be read is said once on Warnings, and tried again.
 func (l *Live) pollKeys(now time.Time) {
 	l.nextPoll = now.Add(keyPollEvery)
+	added := 0
 	for i, f := range l.keyFiles {
-		_, err := f.Poll()
+		n, err := f.Poll()
 		if err != nil && !l.keyErr[i] && l.opts.Warnings != nil {
 			fmt.Fprintf(l.opts.Warnings, "kdupcap: --tls-keylog: %v\n", err)
 		}
 		l.keyErr[i] = err != nil
+		added += n
+	}
+	if added > 0 {
+		// Connections that went quiet waiting for these keys.
+		l.tls.dec.Wake()
 	}
 }
 
@@ -265,6 +271,9 @@ func (l *Live) observe(x *decode.Exchange) {
 // finding is detect's OnFinding: a finding sent while the kernel dropped
 // packets says so, and goes to the profiles, OnFinding and the evidence.
 func (l *Live) finding(f detect.Finding) {
+	if !showClusters(l.opts.Options, l.p.det) {
+		f.Cluster = ""
+	}
 	if l.crossesDrop(&f) {
 		f.Reason += "; the kernel dropped packets while it was sent: evidence may be missing"
 	}

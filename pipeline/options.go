@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"net/netip"
 	"runtime"
 	"time"
 
@@ -25,6 +26,10 @@ type Options struct {
 	// IdleTimeout closes a connection idle this long (capture time) and
 	// gives up its buffered segments (0: capture.DefaultIdleTimeout).
 	IdleTimeout time.Duration
+	// ReorderWindow is how long (capture time) a hole the peer
+	// acknowledged is held open for a reordered segment (0:
+	// capture.DefaultReorderWindow; negative: given up at once).
+	ReorderWindow time.Duration
 	// Scope chooses the re-sends detect looks for ("": detect's default).
 	Scope detect.Scope
 	// Records is how many records of each batch decode reads for the
@@ -47,8 +52,15 @@ type Options struct {
 	// they grow.
 	TLSKeyLogs []string
 	// Observe, if set, sees every produce exchange before detect does, in
-	// capture order, for as long as the call lasts (decode.Sink's rules).
+	// capture order, for as long as the call lasts (decode.Sink's rules),
+	// but the copies of a request already seen on another connection (a
+	// proxy's other leg, NAT, a capture given twice: detect.Detector.Echo),
+	// which detect folds into the first.
 	Observe func(*decode.Exchange)
+	// Clusters names the clusters of broker addresses where the capture
+	// cannot tell (the --cluster flag): attempts to two clusters never
+	// make one finding (decode.Options.Clusters).
+	Clusters []decode.Cluster
 }
 
 // Bounds and defaults of Options that no stage owns.
@@ -72,6 +84,18 @@ func (o *Options) Check() error {
 		return fmt.Errorf("--records %d: want 0 to %d", o.Records, MaxRecords)
 	case o.Workers < 0 || o.Workers > MaxWorkers:
 		return fmt.Errorf("--workers %d: want 1 to %d, or 0 to choose", o.Workers, MaxWorkers)
+	}
+	named := map[netip.AddrPort]string{}
+	for _, c := range o.Clusters {
+		if c.Name == "" || len(c.Brokers) == 0 {
+			return fmt.Errorf("--cluster: want NAME=HOST:PORT[,HOST:PORT...]")
+		}
+		for _, a := range c.Brokers {
+			if n, ok := named[a]; ok && n != c.Name {
+				return fmt.Errorf("--cluster: %s named in clusters %q and %q", a, n, c.Name)
+			}
+			named[a] = c.Name
+		}
 	}
 	return nil
 }
@@ -104,10 +128,10 @@ func (o *Options) detectOptions() detect.Options {
 
 // decodeOptions are the Decoder's options for o.
 func (o *Options) decodeOptions() decode.Options {
-	return decode.Options{Ports: o.Ports, Sniff: o.Sniff, Records: o.Records, RecordPrints: o.RecordMatch || o.AppDuplicates}
+	return decode.Options{Ports: o.Ports, Sniff: o.Sniff, Records: o.Records, RecordPrints: o.RecordMatch || o.AppDuplicates, Clusters: o.Clusters}
 }
 
 // assemblerOptions are the Assembler's options for o.
 func (o *Options) assemblerOptions() capture.AssemblerOptions {
-	return capture.AssemblerOptions{IdleTimeout: o.IdleTimeout}
+	return capture.AssemblerOptions{IdleTimeout: o.IdleTimeout, ReorderWindow: o.ReorderWindow}
 }

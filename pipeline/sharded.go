@@ -208,6 +208,7 @@ func newSharded(st stages, n int) *sharded {
 		printer: decode.NewPrinter(st.dec),
 		observe: st.observe,
 	}
+	sp.shared.NameClusters(st.dec.Clusters)
 	for range n {
 		w := &shardWorker{
 			in:      make(chan *shardBatch, shardBatches),
@@ -404,7 +405,7 @@ func (sp *sharded) replay(e *shardEvent) {
 		sp.shared.Apply(e.shared)
 	case eventExchange:
 		sp.shared.Resolve(e.x)
-		if sp.observe != nil {
+		if sp.observe != nil && !sp.det.Echo(e.x) {
 			sp.observe(e.x)
 		}
 		sp.det.Produce(e.x)

@@ -36,14 +36,17 @@ type stages struct {
 }
 
 // observed is the Detector as decode's sink (fetches and transactions
-// included), with observe shown every produce exchange first.
+// included), with observe shown every produce exchange first but the
+// copies of one request seen on another connection (detect's Echo).
 type observed struct {
 	*detect.Detector
 	observe func(*decode.Exchange)
 }
 
 func (o observed) Produce(x *decode.Exchange) {
-	o.observe(x)
+	if !o.Detector.Echo(x) {
+		o.observe(x)
+	}
 	o.Detector.Produce(x)
 }
 

@@ -17,6 +17,9 @@ func buildSummary(files, inputErrs []string, cs capture.Stats, ds decode.Stats, 
 		TCPConnections:   cs.TCPConnections,
 		Gaps:             cs.Gaps,
 		GapBytes:         cs.GapBytes,
+		SnapLen:          cs.SnapLen,
+		SnapCut:          cs.SnapCut,
+		SnapCutBytes:     cs.SnapCutBytes,
 		Frames:           ds.Frames,
 		ProduceRequests:  ds.ProduceRequests,
 		ProduceResponses: ds.ProduceResponses,
@@ -28,6 +31,7 @@ func buildSummary(files, inputErrs []string, cs capture.Stats, ds decode.Stats, 
 		FetchedBatches:   ds.FetchedBatches,
 		Findings:         ts.Findings,
 		RecordFindings:   ts.RecordFindings,
+		EchoedRequests:   ts.Echoes,
 		EvictedBatches:   ts.Evicted,
 		EvictedAge:       ts.EvictedAge,
 		ByVerdict:        map[string]int64{},
@@ -49,6 +53,13 @@ func buildSummary(files, inputErrs []string, cs capture.Stats, ds decode.Stats, 
 			SASLFailed:      c.SASLFailed,
 		})
 	}
+	for _, l := range ts.EchoLegs {
+		s.EchoLegs = append(s.EchoLegs, report.EchoLeg{FirstClient: l.FirstClient, FirstBroker: l.FirstBroker,
+			SecondClient: l.SecondClient, SecondBroker: l.SecondBroker, Requests: l.Requests})
+	}
+	s.Dropped = report.Dropped{OversizedPackets: cs.Oversized, OversizedBytes: cs.OversizedBytes,
+		CorruptBatches: ds.CorruptBatches, DecompressSkipped: ds.DecompressSkipped,
+		BufferDrops: ds.BufferDrops, ReorderGivenUp: cs.ReorderGivenUp}
 	s.KafkaConnectionsOmitted = max(0, ds.Connections-int64(len(s.KafkaConnections)))
 	s.ByTopic = topicCounts(ts)
 	return s

@@ -24,9 +24,9 @@ type tlsLayer struct {
 	read bool
 }
 
-func newTLSLayer(files []string) *tlsLayer {
+func newTLSLayer(files []string, ports []uint16) *tlsLayer {
 	keys := tlsdecrypt.NewKeyLog()
-	return &tlsLayer{keys: keys, dec: tlsdecrypt.New(keys, tlsdecrypt.Options{}), files: files}
+	return &tlsLayer{keys: keys, dec: tlsdecrypt.New(keys, tlsdecrypt.Options{Ports: ports}), files: files}
 }
 
 // load reads the key log files, once; an error names its file. A

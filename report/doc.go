@@ -55,6 +55,7 @@
 //   - records.go: a finding's records, in a table and in JSON.
 //   - producer.go: ProducerWriter, the producer profiles in each format.
 //   - summary.go: Summary, Connection and TopicCount, the run's counts.
+//   - echo.go: the summary's requests seen on two connections (EchoLeg).
 //   - sasl.go: a connection's SASL user and mechanism in the table.
 //   - counters.go: Counters, a live run's running totals.
 //   - status.go: StatusLine, a live run's periodic status line.

@@ -58,14 +58,16 @@ func (e *LineEncoder) Summary(s *Summary) ([]byte, error) { return e.line(toJSON
 
 // jsonFinding is one finding line.
 type jsonFinding struct {
-	Type            string        `json:"type"`
-	ConnID          uint64        `json:"conn_id"`
-	Client          string        `json:"client"`
-	Broker          string        `json:"broker"`
-	ClientID        *string       `json:"client_id"`
-	Topic           string        `json:"topic"`
-	TopicID         *string       `json:"topic_id"`
-	Partition       int32         `json:"partition"`
+	Type      string  `json:"type"`
+	ConnID    uint64  `json:"conn_id"`
+	Client    string  `json:"client"`
+	Broker    string  `json:"broker"`
+	ClientID  *string `json:"client_id"`
+	Topic     string  `json:"topic"`
+	TopicID   *string `json:"topic_id"`
+	Partition int32   `json:"partition"`
+	// Cluster: the cluster's name or ID (Finding.Cluster), when known.
+	Cluster         string        `json:"cluster,omitempty"`
 	ProducerID      int64         `json:"producer_id"`
 	ProducerEpoch   int16         `json:"producer_epoch"`
 	BaseSequence    int32         `json:"base_sequence"`
@@ -127,14 +129,18 @@ type jsonResponse struct {
 
 // jsonSummary is the last line.
 type jsonSummary struct {
-	Type             string           `json:"type"`
-	Files            []string         `json:"files"`
-	Packets          int64            `json:"packets"`
-	Bytes            int64            `json:"bytes"`
-	Drops            int64            `json:"drops,omitempty"`
-	TCPConnections   int64            `json:"tcp_connections"`
-	Gaps             int64            `json:"gaps"`
-	GapBytes         int64            `json:"gap_bytes"`
+	Type           string   `json:"type"`
+	Files          []string `json:"files"`
+	Packets        int64    `json:"packets"`
+	Bytes          int64    `json:"bytes"`
+	Drops          int64    `json:"drops,omitempty"`
+	TCPConnections int64    `json:"tcp_connections"`
+	Gaps           int64    `json:"gaps"`
+	GapBytes       int64    `json:"gap_bytes"`
+	// SnapLen, SnapCut, SnapCutBytes: packets cut by the snap length.
+	SnapLen          int64            `json:"snap_len,omitempty"`
+	SnapCut          int64            `json:"snap_cut_packets,omitempty"`
+	SnapCutBytes     int64            `json:"snap_cut_bytes,omitempty"`
 	KafkaConnections []jsonConnection `json:"kafka_connections"`
 	// KafkaConnectionsOmitted: taken as Kafka, not listed (live runs).
 	KafkaConnectionsOmitted int64 `json:"kafka_connections_omitted,omitempty"`
@@ -149,13 +155,18 @@ type jsonSummary struct {
 	Resyncs                 int64 `json:"resyncs"`
 	Findings                int64 `json:"findings"`
 	RecordFindings          int64 `json:"record_findings,omitempty"`
-	EvictedBatches          int64 `json:"evicted_batches,omitempty"`
+	// EchoedRequests, EchoLegs: requests seen on two connections (a
+	// proxy, NAT, a capture given twice), counted once.
+	EchoedRequests int64         `json:"echoed_requests,omitempty"`
+	EchoLegs       []jsonEchoLeg `json:"echo_legs,omitempty"`
+	EvictedBatches int64         `json:"evicted_batches,omitempty"`
 	// ProducerExchangesOmitted: exchanges of producers past the bound on
 	// profiles, in no "producer" line.
 	ProducerExchangesOmitted int64         `json:"producer_exchanges_omitted,omitempty"`
 	EvictedAgeMillis         float64       `json:"evicted_age_ms,omitempty"`
 	ByVerdict                jsonByVerdict `json:"by_verdict"`
 	Topics                   []jsonTopic   `json:"topics"`
+	Dropped                  *jsonDropped  `json:"dropped,omitempty"`
 	TLS                      *jsonTLS      `json:"tls,omitempty"`
 	Errors                   []string      `json:"errors"`
 	Interrupted              string        `json:"interrupted,omitempty"`
@@ -222,6 +233,7 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 		ClientID:        f.ClientID,
 		Topic:           TopicName(f),
 		Partition:       f.Partition,
+		Cluster:         f.Cluster,
 		ProducerID:      f.ProducerID,
 		ProducerEpoch:   f.ProducerEpoch,
 		BaseSequence:    f.FirstSequence,
@@ -318,6 +330,9 @@ func toJSONSummary(s *Summary) jsonSummary {
 		TCPConnections:           s.TCPConnections,
 		Gaps:                     s.Gaps,
 		GapBytes:                 s.GapBytes,
+		SnapLen:                  s.SnapLen,
+		SnapCut:                  s.SnapCut,
+		SnapCutBytes:             s.SnapCutBytes,
 		KafkaConnections:         make([]jsonConnection, len(s.KafkaConnections)),
 		KafkaConnectionsOmitted:  s.KafkaConnectionsOmitted,
 		Frames:                   s.Frames,
@@ -331,6 +346,8 @@ func toJSONSummary(s *Summary) jsonSummary {
 		Resyncs:                  s.Resyncs,
 		Findings:                 s.Findings,
 		RecordFindings:           s.RecordFindings,
+		EchoedRequests:           s.EchoedRequests,
+		EchoLegs:                 toJSONEchoLegs(s.EchoLegs),
 		EvictedBatches:           s.EvictedBatches,
 		ProducerExchangesOmitted: s.ProducerExchangesOmitted,
 		EvictedAgeMillis:         float64(s.EvictedAge.Microseconds()) / 1000,
@@ -342,6 +359,7 @@ func toJSONSummary(s *Summary) jsonSummary {
 			Rejected:     s.ByVerdict[string(detect.Rejected)],
 		},
 		Topics:      make([]jsonTopic, len(s.ByTopic)),
+		Dropped:     toJSONDropped(s.Dropped),
 		TLS:         toJSONTLS(s.TLS),
 		Errors:      append([]string{}, s.Errors...),
 		Interrupted: s.Interrupted,

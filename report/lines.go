@@ -78,6 +78,9 @@ func (l *linesWriter) Finding(f detect.Finding) error {
 		// A record-level finding: its kind, and how many records.
 		verdict += " " + strings.ToUpper(string(k)) + " " + plural(int64(f.NumRecords), "record") + " " + string(f.BatchRelation)
 	}
+	if f.Cluster != "" {
+		across += " cluster " + Printable(f.Cluster)
+	}
 	fmt.Fprintf(b, "%s %s %s/%d %s -> %s client.id %s pid %d crc %s attempts %s%s offsets %s: %s\n",
 		when, verdict, Printable(TopicName(&f)), f.Partition,
 		f.Client, f.Broker, clientIDText(f.ClientID), f.ProducerID, formatCRC(f.BatchCRC),

@@ -17,6 +17,13 @@ type Summary struct {
 	TCPConnections int64
 	Gaps           int64 // holes in TCP streams (packets the capture lost)
 	GapBytes       int64
+	// SnapCut counts the packets the snap length cut short (captured
+	// length below the original), SnapCutBytes the bytes they lost;
+	// SnapLen is the largest captured length among them: the snap length
+	// the capture was taken with. Zero when no packet was cut.
+	SnapLen      int64
+	SnapCut      int64
+	SnapCutBytes int64
 
 	// Decode stage.
 	KafkaConnections []Connection
@@ -50,8 +57,17 @@ type Summary struct {
 	// RecordFindings counts the record-level findings among Findings
 	// (record_resend and record_duplicate).
 	RecordFindings int64
+	// EchoedRequests counts the requests seen on two connections (a
+	// proxy's two legs, NAT, a capture given twice), each counted once;
+	// EchoLegs names the first pairs of connections they came on.
+	EchoedRequests int64
+	EchoLegs       []EchoLeg
 	ByVerdict      map[string]int64
 	ByTopic        []TopicCount
+
+	// Dropped counts what bounds on untrusted input left out or cut
+	// (dropped.go); all zero on an ordinary capture.
+	Dropped Dropped
 
 	// TLS is what the run saw of TLS connections (tls.go); nil when it
 	// saw none and read no key log.
@@ -78,6 +94,14 @@ type Connection struct {
 	SASLMechanism string
 	SASLUser      string
 	SASLFailed    bool
+}
+
+// EchoLeg is a pair of connections that carried copies of the same
+// requests: the First's were kept, the Second's counted once.
+type EchoLeg struct {
+	FirstClient, FirstBroker   netip.AddrPort
+	SecondClient, SecondBroker netip.AddrPort
+	Requests                   int64
 }
 
 // TopicCount counts produce traffic and findings per topic.

@@ -47,6 +47,9 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 	if k := kindOf(&f); k != detect.KindBatch {
 		kind = " " + strings.ToUpper(string(k))
 	}
+	if f.Cluster != "" {
+		where += "  cluster " + Printable(f.Cluster)
+	}
 	fmt.Fprintf(b, "#%d %s%s  %s/%d  %s -> %s  client.id %s  %s\n",
 		t.n, strings.ToUpper(string(f.Verdict)), kind, Printable(TopicName(&f)), f.Partition,
 		f.Client, f.Broker, clientIDText(f.ClientID), where)
@@ -225,16 +228,27 @@ func summaryCounts(ts *tables, s *Summary, n int) error {
 		{"packets", packetsText(s)},
 		{"TCP connections", itoa(s.TCPConnections)},
 		{"gaps", fmt.Sprintf("%d (%d bytes lost)", s.Gaps, s.GapBytes)},
+	}
+	if s.SnapCut > 0 {
+		counts = append(counts, []string{"snap length", fmt.Sprintf(
+			"capture cut at %d bytes per packet: %d bytes lost in %s; capture again with tcpdump -s 0",
+			s.SnapLen, s.SnapCutBytes, plural(s.SnapCut, "packet"))})
+	}
+	counts = append(counts, [][]string{
 		{"Kafka connections", itoa(int64(len(s.KafkaConnections)) + s.KafkaConnectionsOmitted)},
 		{"Kafka frames", fmt.Sprintf("%d (malformed %d, resyncs %d)", s.Frames, s.Malformed, s.Resyncs)},
 		{"produce requests", fmt.Sprintf("%d (responses %d)", s.ProduceRequests, s.ProduceResponses)},
 		{"batches", itoa(s.Batches)},
 		{"records", itoa(s.Records)},
-	}
+	}...)
 	if s.FetchResponses > 0 {
 		counts = append(counts, []string{"fetch responses", fmt.Sprintf("%d (%d record batches in them: evidence of what the log holds)",
 			s.FetchResponses, s.FetchedBatches)})
 	}
+	if s.EchoedRequests > 0 {
+		counts = append(counts, []string{"capture duplicates", echoText(s)})
+	}
+	counts = append(counts, s.Dropped.lines()...)
 	counts = append(counts, []string{"findings", findingsText(s, verdictCounts)})
 	if s.ProducerExchangesOmitted > 0 {
 		counts = append(counts, []string{"producers omitted", fmt.Sprintf(

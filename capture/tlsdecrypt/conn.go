@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/kdupcap/kdupcap/capture"
@@ -387,8 +388,11 @@ func (c *conn) startTLS(clientIsA bool, ts time.Time) {
 
 func (c *conn) startMid(fromA bool, data []byte, ts time.Time) {
 	c.mode = modeMid
+	// No ClientHello tells the client: a configured broker port does,
+	// else the lower port is taken for the broker's.
 	c.st.Client, c.st.Broker = c.a, c.b
-	if c.a.Port() < c.b.Port() {
+	aBroker, bBroker := slices.Contains(c.d.opts.Ports, c.a.Port()), slices.Contains(c.d.opts.Ports, c.b.Port())
+	if aBroker && !bBroker || aBroker == bBroker && c.a.Port() < c.b.Port() {
 		c.st.Client, c.st.Broker = c.b, c.a
 	}
 	c.st.Start = c.start
@@ -522,6 +526,7 @@ func (c *conn) record(h *half, rec []byte, ts time.Time) {
 			c.fail(h, "protected records without a ServerHello", ts)
 		default:
 			c.waiting = true
+			c.d.wait(c, true)
 			c.enqueue(h, rec, ts)
 			c.publish()
 		}
@@ -760,6 +765,7 @@ func (c *conn) dropQueue() {
 	}
 	c.d.buffered.Add(-int64(len(c.arena)))
 	c.queue, c.arena, c.waiting = nil, nil, false
+	c.d.wait(c, false)
 }
 
 // retryKeys looks the keys up again and, when found, replays the records
@@ -770,6 +776,7 @@ func (c *conn) retryKeys() {
 	}
 	q, arena := c.queue, c.arena
 	c.queue, c.arena, c.waiting = nil, nil, false
+	c.d.wait(c, false)
 	for _, p := range q {
 		h := &c.h[idx(p.fromA)]
 		if p.gap {

@@ -1,10 +1,12 @@
 package tlsdecrypt
 
 import (
+	"cmp"
 	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +33,9 @@ type Options struct {
 	// MaxKeyConns bounds the connections KeyLines remembers (default
 	// 65536, oldest forgotten first).
 	MaxKeyConns int
+	// Ports are the broker ports: they tell client from broker in a
+	// connection with no handshake captured (MidStream).
+	Ports []uint16
 }
 
 func (o Options) withDefaults() Options {
@@ -159,6 +164,10 @@ type Decrypter struct {
 	keyConns map[[2]netip.AddrPort]keyRef
 	keyOrder [][2]netip.AddrPort
 	keyNext  int
+	// waiting are the connections holding records until their keys come,
+	// by the order they began to wait (Wake).
+	waiting  map[*conn]uint64
+	waitNext uint64
 }
 
 // keyRef names the secrets that decrypt one connection.
@@ -192,6 +201,42 @@ func (d *Decrypter) Wrap(next capture.NewStreamFunc) capture.NewStreamFunc {
 			return nil
 		}
 		return &conn{d: d, inner: inner, a: a, b: b, start: ts, listIdx: -1}
+	}
+}
+
+// wait files c among the connections waiting for keys, or takes it out.
+func (d *Decrypter) wait(c *conn, on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !on {
+		delete(d.waiting, c)
+		return
+	}
+	if d.waiting == nil {
+		d.waiting = make(map[*conn]uint64)
+	}
+	d.waitNext++
+	d.waiting[c] = d.waitNext
+}
+
+// Wake looks the keys up again for every connection waiting for them and
+// hands on, decrypted, the records each held, in the order they began to
+// wait: a live run calls it when its key log grew, so that a connection
+// that went quiet after its handshake (a client's metadata connection) is
+// decoded without waiting for a next packet that may never come. Call it
+// from the goroutine that feeds the connections.
+func (d *Decrypter) Wake() {
+	d.mu.Lock()
+	ws := make([]*conn, 0, len(d.waiting))
+	for c := range d.waiting {
+		ws = append(ws, c)
+	}
+	slices.SortFunc(ws, func(a, b *conn) int { return cmp.Compare(d.waiting[a], d.waiting[b]) })
+	d.mu.Unlock()
+	for _, c := range ws {
+		if c.waiting && c.d.keys.Gen() != c.lastGen {
+			c.retryKeys()
+		}
 	}
 }
 

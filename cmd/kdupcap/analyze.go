@@ -50,6 +50,19 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	fs.DurationVar(&o.Window, "window", detect.DefaultWindow, "how long (capture time) a batch is remembered after its last attempt")
 	fs.IntVar(&o.MaxBatches, "max-batches", detect.DefaultMaxBatches, maxBatchesUsage)
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", capture.DefaultIdleTimeout, "capture time after which an idle TCP connection is closed and buffered segments are given up")
+	fs.Func("reorder-window", "capture `TIME` a hole in a TCP stream that the peer acknowledged is held open for its segment to come late, reordered (default "+capture.DefaultReorderWindow.String()+"; 0: given up at once)", func(s string) error {
+		d, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			return err
+		case d < 0:
+			return errors.New("must not be negative")
+		case d == 0:
+			d = -1 // pipeline.Options: none
+		}
+		o.ReorderWindow = d
+		return nil
+	})
 	scope := fs.String("scope", "both", scopeUsage)
 	fs.IntVar(&o.Records, "records", 0, recordsUsage)
 	fs.BoolVar(&o.RecordMatch, "record-match", true, recordMatchUsage)
@@ -58,6 +71,7 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress bar (there is one on stderr only when stderr is a terminal)")
 	fs.IntVar(&o.Workers, "workers", 0, workersUsage)
 	fs.Var((*filesFlag)(&o.TLSKeyLogs), "tls-keylog", tlsKeyLogUsage)
+	fs.Var((*clusterFlag)(&o.Clusters), "cluster", clusterUsage)
 	fs.Var(&cfg.clockSkew, "clock-skew", "`FILE=DURATION` added to every timestamp of one capture file (e.g. broker2.pcap=-1.5s), repeated per file; FILE may be a 1-based position")
 	// Flags may come before, between or after the files, as people type
 	// them; "--" ends the flags, so a file named like one can be given.

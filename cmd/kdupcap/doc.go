@@ -55,6 +55,7 @@
 //   - signals.go: SIGINT and SIGTERM: a context they end, the exit codes.
 //   - analyze.go: kdupcap analyze: its flags, the run, --write-dups.
 //   - clockskew.go: the repeated --clock-skew FILE=DURATION flag.
+//   - cluster.go: the repeated --cluster NAME=HOST:PORT[,HOST:PORT...] flag.
 //   - progress.go: analyze's progress bar on a terminal.
 //   - live.go: kdupcap live: its flags, signals, sinks, status lines and
 //     metrics.

@@ -81,6 +81,7 @@ func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*li
 	fs.BoolVar(&o.RecordMatch, "record-match", true, recordMatchUsage)
 	fs.BoolVar(&o.AppDuplicates, "app-duplicates", false, appDuplicatesUsage)
 	fs.Var((*filesFlag)(&o.TLSKeyLogs), "tls-keylog", tlsKeyLogUsage+"; followed as it grows")
+	fs.Var((*clusterFlag)(&o.Clusters), "cluster", clusterUsage)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

@@ -2,12 +2,23 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
 
 	"github.com/kdupcap/kdupcap/internal/kafkatest"
 	"github.com/kdupcap/kdupcap/internal/testenv"
@@ -32,7 +43,7 @@ func checkAllDecrypted(t *testing.T, sum tlsSummary) {
 	if sum.TLS == nil || sum.TLS.Total == 0 || sum.TLS.Decrypted != sum.TLS.Total || len(sum.TLS.Connections) != sum.TLS.Total {
 		t.Fatalf("TLS summary %+v: want every connection listed and decrypted", sum.TLS)
 	}
-	var bytes int64
+	var total int64
 	for _, c := range sum.TLS.Connections {
 		// A connection may hold a handshake and nothing more (kafka-python
 		// opens one now and then and resets it at once): decrypted, with
@@ -40,9 +51,9 @@ func checkAllDecrypted(t *testing.T, sum tlsSummary) {
 		if c.Status != "decrypted" {
 			t.Errorf("TLS connection %+v: want decrypted", c)
 		}
-		bytes += c.Bytes
+		total += c.Bytes
 	}
-	if bytes == 0 {
+	if total == 0 {
 		t.Errorf("TLS connections %+v: decrypted, but not a byte of Kafka", sum.TLS.Connections)
 	}
 }
@@ -76,7 +87,8 @@ func keepKeyLogOnFailure(t *testing.T, keyPath string) {
 // kfake, its produce responses answered REQUEST_TIMED_OUT after the append.
 // Decrypted with that key log, the capture gives the findings the log read
 // back calls for, every TLS connection decrypted. OpenSSL negotiates TLS
-// 1.3 by default (Go's server then picks TLS_AES_128_GCM_SHA256); the TLS
+// 1.3 by default (Go's server then picks the suite: TLS_AES_128_GCM_SHA256
+// on a CPU with AES instructions); the TLS
 // 1.2 cases choose the suite on the client's side, among them the SHA-384
 // PRF and ChaCha20-Poly1305.
 //
@@ -125,13 +137,13 @@ func TestTLSKafkaPython(t *testing.T) {
 					Log: func(s string) { pyLog = s },
 				}),
 			}
-			res, pcap := runCaptured(t, s, 30*time.Second)
 			keepKeyLogOnFailure(t, keyPath)
 			t.Cleanup(func() {
 				if t.Failed() {
 					t.Logf("kafka-python's output:\n%s", pyLog)
 				}
 			})
+			res, pcap := runCaptured(t, s, 30*time.Second)
 			raw, err := os.ReadFile(pcap)
 			if err != nil {
 				t.Fatal(err)
@@ -248,6 +260,18 @@ func TestTLSResumption(t *testing.T) {
 				if len(resumed) == 0 {
 					t.Fatalf("no TLS connection resumed: %+v", sum.TLS.Connections)
 				}
+				if v.maxVersion == tls.VersionTLS12 {
+					// Go logs a TLS 1.2 master secret at full handshakes
+					// only: fewer lines than connections decrypted means
+					// some had their keys from the ticket.
+					keys, err := os.ReadFile(keyPath)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if n := bytes.Count(keys, []byte("CLIENT_RANDOM ")); n >= sum.TLS.Decrypted {
+						t.Errorf("harness: %d CLIENT_RANDOM lines for %d connections: the resumed ones have their own", n, sum.TLS.Decrypted)
+					}
+				}
 				// Every connection after kgo's first resumed: each re-send
 				// went out on one.
 				for _, f := range got.Findings {
@@ -327,4 +351,337 @@ func runTLSCaptured(t *testing.T, name, topic string, action kafkatest.Action, m
 		t.Fatalf("harness: %d faults applied but the log holds no record twice: %+v", len(res.Events), res.Events)
 	}
 	return res, keyPath, pcap
+}
+
+// TestTLSCutMidConnection captures two kgo producers over TLS, one after
+// the other, each re-sending twice after REQUEST_TIMED_OUT answers, then
+// drops the capture's first packets, up to just after the first producer's
+// first fault was answered: that producer's connections start without
+// their handshake, the second's are whole. Decrypted with the whole key
+// log, the cut capture names the first producer's produce connection
+// "started mid-stream" (with the hint), decodes no malformed Kafka frame,
+// and claims no finding on a connection whose handshake is gone: its
+// findings are those the log read back calls for of the second
+// producer's records, on its connections.
+func TestTLSCutMidConnection(t *testing.T) {
+	testenv.Capture(t)
+	for i, v := range []struct {
+		name       string
+		maxVersion uint16
+		suites     []uint16
+	}{
+		{name: "TLS 1.3"},
+		{name: "TLS 1.2 GCM", maxVersion: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}},
+		{name: "TLS 1.2 CBC", maxVersion: tls.VersionTLS12, suites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA}},
+	} {
+		t.Run(v.name, func(t *testing.T) { testTLSCut(t, fmt.Sprintf("cut%d", i), v.maxVersion, v.suites) })
+	}
+}
+
+func testTLSCut(t *testing.T, name string, maxVersion uint16, suites []uint16) {
+	keyPath := filepath.Join(t.TempDir(), "keys.log")
+	keyFile, err := os.Create(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keyFile.Close()
+	keepKeyLogOnFailure(t, keyPath)
+	tl, err := kafkatest.NewTLS(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl.MaxVersion, tl.CipherSuites = maxVersion, suites
+	const perProducer = 5 // two faults each: the 3rd and 6th request of its produce connection
+	p := kafkatest.Producer{ClientID: "kgo-tls-cut", PerRequest: 1, Partitions: 2, TLS: tl,
+		ProduceTimeout: 300 * time.Millisecond, TimeoutOverhead: 2 * time.Second}
+	s := kafkatest.Scenario{
+		Name: name, Topic: "tls-" + name, Records: 2 * perProducer, Partitions: 2, TLS: tl,
+		Faults: []kafkatest.Fault{{Action: kafkatest.TimedOutAfterAppend, Every: 3, Max: 4}},
+		Produce: func(ctx context.Context, addr, topic string, values []string) error {
+			if err := kafkatest.Produce(ctx, addr, topic, p, values[:perProducer]); err != nil {
+				return err
+			}
+			return kafkatest.Produce(ctx, addr, topic, p, values[perProducer:])
+		},
+	}
+	res, pcap := runCaptured(t, s, 30*time.Second)
+	if err := keyFile.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkHarness(t, res, true, false)
+	if len(res.Answered()) != 4 {
+		t.Fatalf("harness: %d faults answered, want 2 per producer: %+v", len(res.Answered()), res.Events)
+	}
+	// The whole capture: every fault found.
+	whole := cliAnalyze(t, nil, "--tls-keylog", keyPath, pcap)
+	if whole.Code != exitOK {
+		t.Fatalf("analyze --tls-keylog exited %d: %s", whole.Code, whole.Stderr)
+	}
+	checkFindings(t, res, whole.Findings, false)
+	checkAllDecrypted(t, tlsOf(t, whole.Stdout))
+
+	// Cut just after the first fault's answer went out.
+	cutAt := res.Events[0].Answered
+	cut := filepath.Join(t.TempDir(), "cut.pcap")
+	keepOnFailure(t, cut)
+	dropped, kept := cutCapture(t, pcap, cut, cutAt)
+	t.Logf("cut at %s: dropped %d packets; connections with a handshake: %v", cutAt.Format(time.StampMicro), dropped, kept)
+
+	// What the log calls for of the whole connections: the second
+	// producer's records, the faults on connections the cut kept whole.
+	intact := &kafkatest.Result{Log: keepValues(res.Log, res.Values[perProducer:]), Port: res.Port}
+	for _, e := range res.Events {
+		if kept[e.Conn] {
+			intact.Events = append(intact.Events, e)
+		}
+	}
+	if len(intact.Events) != 2 || len(intact.Log.Duplicates()) == 0 {
+		t.Fatalf("harness: the cut kept %d faults (want the second producer's 2) and %d records held twice", len(intact.Events), len(intact.Log.Duplicates()))
+	}
+
+	got := cliAnalyze(t, nil, "--tls-keylog", keyPath, cut)
+	if got.Code != exitOK {
+		t.Fatalf("analyze --tls-keylog of the cut capture exited %d: %s", got.Code, got.Stderr)
+	}
+	t.Logf("cut capture: %d findings, intact log: %s; TLS %s", len(got.Findings), describeLog(intact.Log), summaryLine(got.Stdout))
+	for _, f := range got.Findings {
+		for _, a := range f.Attempts {
+			if !kept[a.Client] {
+				t.Errorf("finding %s/%d crc %s claims attempt %d on %s, a connection whose handshake was cut", f.Topic, f.Partition, f.BatchCRC, a.CorrelationID, a.Client)
+			}
+		}
+	}
+	checkFindings(t, intact, got.Findings, false)
+
+	sum := tlsOf(t, got.Stdout)
+	if sum.Malformed != 0 {
+		t.Errorf("the cut capture decoded with %d malformed frames, want none", sum.Malformed)
+	}
+	if sum.TLS == nil {
+		t.Fatal("no TLS summary")
+	}
+	broker := "127.0.0.1:" + strconv.Itoa(res.Port)
+	// clientOf is the client's end of a TLS connection listed, whichever
+	// way the summary names it (see the subtest below for the names).
+	clientOf := func(c tlsConnection) string {
+		if c.Client == broker {
+			return c.Broker
+		}
+		return c.Client
+	}
+	mid := 0
+	for _, c := range sum.TLS.Connections {
+		switch whole := kept[clientOf(c)]; {
+		case whole && c.Status != "decrypted":
+			t.Errorf("TLS connection %+v: its handshake is in the capture, want decrypted", c)
+		case !whole && c.Status != "started mid-stream":
+			t.Errorf("TLS connection %+v: its handshake was cut, want started mid-stream", c)
+		case !whole:
+			mid++
+			if c.Bytes != 0 {
+				t.Errorf("TLS connection %+v: started mid-stream, yet bytes decrypted", c)
+			}
+		}
+	}
+	// The first producer's produce connection carried records after the
+	// cut (its second fault and re-send).
+	if !slices.ContainsFunc(sum.TLS.Connections, func(c tlsConnection) bool { return clientOf(c) == res.Events[1].Conn }) {
+		t.Errorf("the cut produce connection %s is not listed as TLS: %+v", res.Events[1].Conn, sum.TLS.Connections)
+	}
+	var extra struct {
+		TLS struct {
+			MidStream int `json:"mid_stream"`
+		} `json:"tls"`
+	}
+	if err := json.Unmarshal([]byte(summaryLine(got.Stdout)), &extra); err != nil {
+		t.Fatal(err)
+	}
+	if mid == 0 || extra.TLS.MidStream != mid {
+		t.Errorf("mid_stream %d, %d connections listed started mid-stream; want as many, at least one", extra.TLS.MidStream, mid)
+	}
+	if !slices.ContainsFunc(sum.TLS.Hints, func(h string) bool { return strings.Contains(h, "can only be decrypted from its handshake") }) {
+		t.Errorf("hints %q: want the started mid-stream hint", sum.TLS.Hints)
+	}
+
+	// A connection with no SYN and no readable byte: which end is the
+	// broker? --port says so. The broker's port moved above every
+	// ephemeral port (kfake listens on one, so it is above or below the
+	// clients' by chance), the connections must still be named with the
+	// broker at --port.
+	t.Run("named with --port", func(t *testing.T) {
+		const high = 65001
+		moved := filepath.Join(t.TempDir(), "cut-port.pcap")
+		movePort(t, cut, moved, uint16(res.Port), high)
+		got := cliAnalyze(t, nil, "--port", strconv.Itoa(high), "--tls-keylog", keyPath, moved)
+		if got.Code != exitOK {
+			t.Fatalf("analyze exited %d: %s", got.Code, got.Stderr)
+		}
+		sum := tlsOf(t, got.Stdout)
+		if sum.TLS == nil || sum.TLS.Total == 0 {
+			t.Fatalf("no TLS connection: %+v", sum.TLS)
+		}
+		want := "127.0.0.1:" + strconv.Itoa(high)
+		for _, c := range sum.TLS.Connections {
+			if c.Broker != want {
+				t.Errorf("TLS connection %s (%s) named with broker %s, client %s; --port says the broker is %s", c.Status, c.Version, c.Broker, c.Client, want)
+			}
+		}
+		if len(got.Findings) != len(intact.Events) {
+			t.Errorf("%d findings, want %d as before the port moved", len(got.Findings), len(intact.Events))
+		}
+	})
+}
+
+// movePort writes to dst the pcap src with the TCP port from changed to
+// to, in both directions, checksums recomputed; other packets unchanged.
+func movePort(t *testing.T, src, dst string, from, to uint16) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	r, err := pcapgo.NewReader(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	w := pcapgo.NewWriter(out)
+	if err := w.WriteFileHeader(r.Snaplen(), r.LinkType()); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		data, ci, err := r.ReadPacketData()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkt := gopacket.NewPacket(data, r.LinkType(), gopacket.Default)
+		tcp, ok := pkt.Layer(layers.LayerTypeTCP).(*layers.TCP)
+		ip, ok4 := pkt.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
+		if !ok || !ok4 {
+			// The harness's UDP markers (kafkatest.StartCapture).
+			if err := w.WritePacket(ci, data); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if tcp.SrcPort == layers.TCPPort(from) {
+			tcp.SrcPort = layers.TCPPort(to)
+		}
+		if tcp.DstPort == layers.TCPPort(from) {
+			tcp.DstPort = layers.TCPPort(to)
+		}
+		if err := tcp.SetNetworkLayerForChecksum(ip); err != nil {
+			t.Fatal(err)
+		}
+		buf := gopacket.NewSerializeBuffer()
+		if err := gopacket.SerializePacket(buf, gopacket.SerializeOptions{ComputeChecksums: true}, pkt); err != nil {
+			t.Fatal(err)
+		}
+		ci.CaptureLength, ci.Length = len(buf.Bytes()), len(buf.Bytes())
+		if err := w.WritePacket(ci, buf.Bytes()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// tlsConnection is one of the TLS summary's connections.
+type tlsConnection = struct {
+	Client      string `json:"client"`
+	Broker      string `json:"broker"`
+	Version     string `json:"version"`
+	CipherSuite string `json:"cipher_suite"`
+	SNI         string `json:"sni"`
+	Status      string `json:"status"`
+	Resumed     bool   `json:"resumed"`
+	Bytes       int64  `json:"decrypted_bytes"`
+}
+
+// summaryLine is the summary line of JSON output.
+func summaryLine(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, `"type":"summary"`) {
+			return line
+		}
+	}
+	return ""
+}
+
+// cutCapture writes to dst the packets of the pcap src from the first one
+// stamped after at, and returns how many it dropped and the clients
+// ("ip:port") of the TCP connections whose SYN it kept.
+func cutCapture(t *testing.T, src, dst string, at time.Time) (int, map[string]bool) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	r, err := pcapgo.NewReader(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	w := pcapgo.NewWriter(out)
+	if err := w.WriteFileHeader(r.Snaplen(), r.LinkType()); err != nil {
+		t.Fatal(err)
+	}
+	dropped, keeping := 0, false
+	kept := map[string]bool{}
+	for {
+		data, ci, err := r.ReadPacketData()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !keeping && !ci.Timestamp.After(at) {
+			dropped++
+			continue
+		}
+		keeping = true
+		pkt := gopacket.NewPacket(data, r.LinkType(), gopacket.NoCopy)
+		if tcp, ok := pkt.Layer(layers.LayerTypeTCP).(*layers.TCP); ok && tcp.SYN && !tcp.ACK {
+			if ip, ok := pkt.Layer(layers.LayerTypeIPv4).(*layers.IPv4); ok {
+				kept[netip.AddrPortFrom(netip.AddrFrom4([4]byte(ip.SrcIP.To4())), uint16(tcp.SrcPort)).String()] = true
+			}
+		}
+		if err := w.WritePacket(ci, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if dropped == 0 || !keeping {
+		t.Fatalf("harness: the cut at %s keeps every packet or none (%d dropped)", at, dropped)
+	}
+	return dropped, kept
+}
+
+// keepValues is l with only the records whose value is one of values (the
+// batches all kept: the findings' appended offsets are checked against
+// them).
+func keepValues(l *kafkatest.Log, values []string) *kafkatest.Log {
+	out := &kafkatest.Log{Topic: l.Topic, TopicID: l.TopicID}
+	for _, p := range l.Partitions {
+		q := p
+		q.Records = nil
+		for _, r := range p.Records {
+			if slices.Contains(values, r.Value) {
+				q.Records = append(q.Records, r)
+			}
+		}
+		out.Partitions = append(out.Partitions, q)
+	}
+	return out
 }

@@ -60,6 +60,11 @@ type Measure struct {
 	PeakRSS int64 // bytes, the largest of the runs
 	Runs    int
 	Note    string
+	// TLS says the file's connections are TLS (its manifest's Config.TLS),
+	// analyzed decrypted; MTU is the manifest's, to pair a TLS file with
+	// the plaintext one of the same segments in Ratios.
+	TLS bool
+	MTU int
 }
 
 // MBps is the file's size in MB (10^6 bytes) over the wall time.
@@ -140,7 +145,12 @@ func File(cfg Config, path string) ([]Measure, error) {
 		return nil, err
 	}
 	runs := max(cfg.Runs, 1)
-	base := Measure{File: filepath.Base(path), Size: st.Size(), Runs: runs}
+	base := Measure{File: filepath.Base(path), Size: st.Size(), Runs: runs, TLS: m.Config.TLS, MTU: m.Config.MTU}
+	tlsAnalyze, tlsTshark, err := tlsArgs(path, m, cfg.Port)
+	if err != nil {
+		return nil, err
+	}
+	analyzeArgs := append(slices.Clone(cfg.AnalyzeArgs), tlsAnalyze...)
 	logf := func(format string, args ...any) {
 		if cfg.Log != nil {
 			fmt.Fprintf(cfg.Log, format+"\n", args...)
@@ -180,7 +190,7 @@ func File(cfg Config, path string) ([]Measure, error) {
 			packets = res.Packets
 			loopRuns[i] = append(loopRuns[i], r)
 		}
-		args := append([]string{"analyze", "--quiet", "--format", "json", "--port", fmt.Sprint(cfg.Port)}, cfg.AnalyzeArgs...)
+		args := append([]string{"analyze", "--quiet", "--format", "json", "--port", fmt.Sprint(cfg.Port)}, analyzeArgs...)
 		r, _, err := runProcess(cfg.Kdupcap, append(args, path), true)
 		if err != nil {
 			return nil, err
@@ -204,8 +214,17 @@ func File(cfg Config, path string) ([]Measure, error) {
 		return nil, fmt.Errorf("%s: analyze peak RSS %s over the %s limit", path, humanBytes(an.PeakRSS), humanBytes(cfg.MaxRSS))
 	}
 	an.Note = fmt.Sprintf("%d findings = manifest", len(m.Resends))
-	if len(cfg.AnalyzeArgs) > 0 {
-		an.Note += fmt.Sprintf(" (%s)", strings.Join(cfg.AnalyzeArgs, " "))
+	if m.Config.TLS {
+		an.Note += ", decrypted"
+	}
+	if len(analyzeArgs) > 0 {
+		shown := slices.Clone(analyzeArgs)
+		for i := range shown {
+			if i > 0 && shown[i-1] == "--tls-keylog" {
+				shown[i] = filepath.Base(shown[i])
+			}
+		}
+		an.Note += fmt.Sprintf(" (%s)", strings.Join(shown, " "))
 	}
 	out = append(out, an)
 
@@ -219,8 +238,12 @@ func File(cfg Config, path string) ([]Measure, error) {
 		return out, nil
 	}
 	logf("%s: tshark x1", base.File)
-	r, n, err := runProcess(cfg.Tshark, []string{"-r", path, "-d", fmt.Sprintf("tcp.port==%d,kafka", cfg.Port),
-		"-Y", "kafka.request_key==0", "-T", "fields", "-e", "kafka.correlation_id"}, false)
+	decodeAs := []string{"-d", fmt.Sprintf("tcp.port==%d,kafka", cfg.Port)}
+	if m.Config.TLS {
+		decodeAs = tlsTshark
+	}
+	r, n, err := runProcess(cfg.Tshark, append(append([]string{"-r", path}, decodeAs...),
+		"-Y", "kafka.request_key==0", "-T", "fields", "-e", "kafka.correlation_id"), false)
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +251,25 @@ func File(cfg Config, path string) ([]Measure, error) {
 	// tshark 4.0 does not list Produce v9 and later; say how many it saw.
 	ts.Note = fmt.Sprintf("listed %d of %d produce requests", n, m.Totals.ProduceRequests)
 	return append(out, ts), nil
+}
+
+// tlsArgs are the flags that decrypt the TLS capture at path (none for a
+// plaintext one): for analyze, --tls-keylog with the key log beside it
+// (gencap.KeyLogPath), none when the file carries its keys (a pcapng with
+// Config.Secrets); for tshark, the TLS port's Kafka and the key log.
+func tlsArgs(path string, m *gencap.Manifest, port uint16) (analyze, tshark []string, err error) {
+	if !m.Config.TLS {
+		return nil, nil, nil
+	}
+	tshark = []string{"-d", fmt.Sprintf("tcp.port==%d,tls", port), "-d", fmt.Sprintf("tls.port==%d,kafka", port)}
+	if m.Config.Secrets {
+		return nil, tshark, nil
+	}
+	keys := gencap.KeyLogPath(path)
+	if _, err := os.Stat(keys); err != nil {
+		return nil, nil, fmt.Errorf("key log of TLS capture %s: %w", path, err)
+	}
+	return []string{"--tls-keylog", keys}, append(tshark, "-o", "tls.keylog_file:"+keys), nil
 }
 
 // summarize returns the median wall time with the CPU time of that run, and
@@ -309,7 +351,9 @@ func WriteTable(w io.Writer, ms []Measure) error {
 
 // Ratios returns one line per file: analyze as a share of the read loops'
 // throughput, and as a multiple of tshark's when tshark ran; by wall time
-// and by CPU time.
+// and by CPU time. Then one line per TLS file with a plaintext file of the
+// same MTU among ms: decrypted analyze as a share of plaintext analyze
+// (the target is TLSTarget).
 func Ratios(ms []Measure) []string {
 	var files []string
 	by := map[string]map[string]Measure{}
@@ -339,8 +383,32 @@ func Ratios(ms []Measure) []string {
 		}
 		out = append(out, line)
 	}
+	for _, f := range files {
+		an, ok := by[f][ToolAnalyze]
+		if !ok || !an.TLS {
+			continue
+		}
+		for _, g := range files {
+			pl, ok := by[g][ToolAnalyze]
+			if !ok || pl.TLS || pl.MTU != an.MTU {
+				continue
+			}
+			share, cpuShare := an.MBps()/pl.MBps(), an.CPUMBps()/pl.CPUMBps()
+			verdict := "target met"
+			if share < TLSTarget {
+				verdict = "BELOW TARGET"
+			}
+			out = append(out, fmt.Sprintf("%s: decrypted analyze / plaintext analyze (%s) = %.0f%% (CPU time: %.0f%%), target >= %.0f%%: %s",
+				f, g, 100*share, 100*cpuShare, 100*TLSTarget, verdict))
+			break
+		}
+	}
 	return out
 }
+
+// TLSTarget is the share of plaintext analyze throughput decrypted analyze
+// should reach (issue 12).
+const TLSTarget = 0.5
 
 // humanBytes writes n in MiB, or GiB from 1 GiB on.
 func humanBytes(n int64) string {

@@ -21,8 +21,15 @@
 // whose manifest lies beside it, and gives one [Measure] per tool;
 // [CheckFindings] compares analyze's JSON Lines with a [gencap.Manifest];
 // [WriteTable] and [Ratios] print the measures. cmd/benchrun is the command,
-// and cmd/readloop the read loop it measures, reading a pcap with pcapgo
-// alone.
+// and cmd/readloop the read loop it measures, reading a pcap (or pcapng)
+// with pcapgo alone.
+//
+// A TLS capture (its manifest's Config.TLS) is measured decrypted: analyze
+// gets `--tls-keylog FILE.keys` (gencap.KeyLogPath; none for a pcapng that
+// carries its keys), tshark `-o tls.keylog_file:FILE.keys` with the TLS
+// port's data dissected as Kafka; a missing key log is an error. [Ratios]
+// ends with decrypted analyze as a share of plaintext analyze on a file of
+// the same MTU, against [TLSTarget].
 //
 // # Bytes and bad input
 //

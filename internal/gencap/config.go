@@ -27,6 +27,15 @@ type Config struct {
 	// RetransmitEvery writes every RetransmitEvery-th data segment twice
 	// (a TCP retransmission, not a Kafka resend).
 	RetransmitEvery int `json:"retransmit_every"`
+	// TLS makes every connection TLS 1.3 (crypto/tls on both sides, in
+	// process; tls.go): the same Kafka traffic, encrypted, its handshake
+	// first. The key log goes to GenerateKeyLog's writer.
+	TLS bool `json:"tls,omitempty"`
+	// Secrets writes a pcapng instead of a pcap, carrying each TLS
+	// connection's key log in a Decryption Secrets Block before its first
+	// packet, so that the capture decrypts with no key log file. It needs
+	// TLS.
+	Secrets bool `json:"secrets,omitempty"`
 }
 
 // Defaults used for zero Config fields.
@@ -81,6 +90,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("gencap: conns %d is outside 1..10000", c.Conns)
 	case c.Brokers < 0 || c.Brokers > 250:
 		return c, fmt.Errorf("gencap: brokers %d is outside 1..250", c.Brokers)
+	case c.Secrets && !c.TLS:
+		return c, fmt.Errorf("gencap: secrets (a pcapng carrying TLS keys) needs tls")
 	}
 	return c, nil
 }

@@ -5,7 +5,8 @@
 //
 // gencap sits outside the analysis flow (capture -> decode -> detect ->
 // profile -> report): it only writes bytes that kdupcap then reads. It takes
-// a Config and an io.Writer and gives a pcap file and a *Manifest. It must
+// a Config and an io.Writer (GenerateKeyLog: a second one for the TLS key
+// log) and gives a capture file and a *Manifest. It must
 // never import capture, decode, detect, profile, report or pipeline, and it
 // holds no detection logic: `make bench` runs kdupcap on the file and
 // compares kdupcap's findings with the Manifest (Manifest.Check). Generate
@@ -15,8 +16,9 @@
 //
 // # What a capture holds
 //
-// A classic pcap of Ethernet frames imitating loopback (MTU 65535) or
-// Ethernet (MTU 1500), with correct IPv4 and TCP checksums. Config.Conns
+// A classic pcap (a pcapng with Config.Secrets) of Ethernet frames
+// imitating loopback (MTU 65535) or Ethernet (MTU 1500), with correct IPv4
+// and TCP checksums. Config.Conns
 // client connections at a time to Config.Brokers brokers on port 9092, each
 // opened with a handshake and an ApiVersions exchange (a non-produce API to
 // skip), then produce requests, closed with FIN; their packets interleave in
@@ -38,13 +40,33 @@
 // Config.RetransmitEvery-th data segment is written twice at the TCP level,
 // which must never become a finding.
 //
+// # TLS
+//
+// With Config.TLS every connection is TLS 1.3, made by the real crypto/tls
+// in process (tls.go): after the TCP handshake its TLS handshake flights in
+// their directions and order, then the same Kafka frames as records of its
+// tls.Conns (TLS_AES_128_GCM_SHA256 where the CPU has AES instructions),
+// each side's close_notify before the FINs. GenerateKeyLog writes the NSS
+// key log (FILE.keys beside the capture, KeyLogPath) that `kdupcap analyze
+// --tls-keylog FILE.keys FILE` decrypts with; with Config.Secrets the file
+// is a pcapng carrying each connection's key log in a Decryption Secrets
+// Block before its SYN, and decrypts with no key log file. The manifest is
+// the plaintext one's in meaning: the same resends with the same verdicts
+// are found once decrypted, none without keys.
+//
 // # Determinism
 //
 // The same Config gives the same file byte for byte: one PCG source seeded by
 // Config.Seed draws every choice, time is simulated (from
 // 2026-01-01T00:00:00Z, strictly increasing per packet), ties are broken by
 // scheduling order, and the codecs run single-threaded. A different version
-// of a compression library may still change compressed bytes.
+// of a compression library may still change compressed bytes. A TLS
+// capture is the exception: crypto/tls takes its randoms, key shares and
+// signatures from crypto/rand, so its ciphertext and key log differ on
+// every run. Its manifest does not: every handshake message and record has
+// a fixed length (the one ECDSA signature is drawn until it is 72 bytes),
+// so the packets, the file's size and every finding are the same on every
+// run of the same Config.
 //
 // # Files
 //
@@ -57,6 +79,12 @@
 //   - batch.go: RecordBatch v2 building, shape limits and values.
 //   - codec.go: Codec and the single-threaded compressors.
 //   - tcp.go: TCP segments and their serialization into Ethernet frames.
+//   - tls.go: the TLS mode: crypto/tls over an in-memory pipe, the
+//     brokers' built-in certificate, the key log; KeyLogPath.
+//   - capfile.go: the file formats: pcap (pcapgo) and pcapng with
+//     Decryption Secrets Blocks.
 //   - schedule.go: the heaps ordering segments and connections in time.
 //   - manifest.go: Manifest, Resend, Attempt, Found; its JSON and Check.
+//   - tls_pipeline_test.go: an external test that runs kdupcap's pipeline
+//     on TLS captures, decrypted and not (the package never imports it).
 package gencap

@@ -9,8 +9,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 )
 
@@ -56,12 +54,28 @@ type generator struct {
 	verdictTurn     [2]int
 	unconfirmedTurn int
 	dataSegs        int64 // data segments written, for RetransmitEvery
+
+	// TLS mode (tls.go): the key log's writer (nil: not kept), the
+	// pcapng writer when Config.Secrets, and the first error of a step
+	// that cannot return one.
+	keys io.Writer
+	ng   *ngWriter
+	err  error
 }
 
 // Generate writes a pcap of Kafka produce traffic to w and returns its
-// manifest. The same cfg always gives the same bytes. Generate buffers its
-// writes; it does not close w.
+// manifest. The same cfg always gives the same bytes, but for cfg.TLS: the
+// same manifest and file length, other ciphertext (tls.go). Generate
+// buffers its writes; it does not close w. With cfg.TLS the key log is
+// lost unless cfg.Secrets puts it in the file: GenerateKeyLog keeps it.
 func Generate(w io.Writer, cfg Config) (*Manifest, error) {
+	return GenerateKeyLog(w, nil, cfg)
+}
+
+// GenerateKeyLog is Generate that also writes, with cfg.TLS, the NSS key
+// log of every connection to keys (nil: not written), a connection's
+// lines as it opens.
+func GenerateKeyLog(w, keys io.Writer, cfg Config) (*Manifest, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -84,14 +98,13 @@ func Generate(w io.Writer, cfg Config) (*Manifest, error) {
 				Verdicts:                 map[string]int64{},
 			},
 		},
-		bw:  bufio.NewWriterSize(w, 1<<20),
-		ser: newSerializer(),
+		bw:   bufio.NewWriterSize(w, 1<<20),
+		ser:  newSerializer(),
+		keys: keys,
 	}
-	g.pw = pcapgo.NewWriter(g.bw)
-	if err := g.pw.WriteFileHeader(snapLen, layers.LinkTypeEthernet); err != nil {
-		return nil, fmt.Errorf("gencap: write file header: %w", err)
+	if err := g.writeFileHeader(); err != nil {
+		return nil, err
 	}
-	g.written = pcapHeaderBytes
 	g.newTopology()
 	if err := g.run(); err != nil {
 		return nil, err
@@ -129,6 +142,9 @@ func (g *generator) run() error {
 		if err := g.step(c); err != nil {
 			return err
 		}
+		if g.err != nil {
+			return g.err
+		}
 	}
 	return g.flushUntil(math.MaxInt64)
 }
@@ -159,7 +175,7 @@ func (g *generator) step(c *conn) error {
 func (g *generator) schedule(s *segment) {
 	s.order = g.order
 	g.order++
-	g.pendingBytes += int64(recordHeaderSize + s.wireLen())
+	g.pendingBytes += g.fileBytes(s)
 	g.man.Totals.Packets++
 	heap.Push(&g.segs, s)
 }
@@ -170,18 +186,24 @@ func (g *generator) schedule(s *segment) {
 func (g *generator) flushUntil(t int64) error {
 	for g.segs.Len() > 0 && g.segs[0].tsMicros <= t {
 		s := heap.Pop(&g.segs).(*segment)
-		g.pendingBytes -= int64(recordHeaderSize + s.wireLen())
+		g.pendingBytes -= g.fileBytes(s)
+		if s.keyLog != nil { // not a packet: a pcapng secrets block
+			if err := g.ng.secrets(s.keyLog); err != nil {
+				return fmt.Errorf("gencap: write secrets at byte %d: %w", g.written, err)
+			}
+			g.written += ngSecretsBytes(len(s.keyLog))
+			continue
+		}
 		data, err := g.ser.serialize(s)
 		if err != nil {
 			return err
 		}
 		ts := max(s.tsMicros, g.lastMicros+1) // strictly increasing
 		g.lastMicros = ts
-		ci := gopacket.CaptureInfo{Timestamp: time.UnixMicro(ts).UTC(), CaptureLength: len(data), Length: len(data)}
-		if err := g.pw.WritePacket(ci, data); err != nil {
+		if err := g.writePacket(ts, data); err != nil {
 			return fmt.Errorf("gencap: write packet at byte %d: %w", g.written, err)
 		}
-		g.written += int64(recordHeaderSize + len(data))
+		g.written += g.packetBytes(len(data))
 	}
 	return nil
 }

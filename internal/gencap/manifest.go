@@ -23,6 +23,8 @@ type Manifest struct {
 	Config  Config   `json:"config"`
 	Totals  Totals   `json:"totals"`
 	Resends []Resend `json:"resends"`
+	// TLS is set for a Config.TLS capture (tls.go).
+	TLS *TLSTotals `json:"tls,omitempty"`
 }
 
 // Totals counts what the capture holds. Batches and Records count every

@@ -39,10 +39,11 @@ func (g *generator) control(c *conn, fromClient bool, t int64, flags uint8) {
 	g.schedule(s)
 }
 
-// send schedules data cut into MSS-sized segments from t on and returns
+// sendRaw schedules data cut into MSS-sized segments from t on and returns
 // the time after the last one. Every RetransmitEvery-th data segment is
 // scheduled twice: the copy has the same TCP sequence, flags and payload.
-func (g *generator) send(c *conn, fromClient bool, t int64, data []byte) int64 {
+// send (tls.go) encrypts a frame first on a TLS connection.
+func (g *generator) sendRaw(c *conn, fromClient bool, t int64, data []byte) int64 {
 	mss := g.mss()
 	for off := 0; off < len(data); off += mss {
 		end := min(off+mss, len(data))
@@ -80,11 +81,15 @@ func (g *generator) send(c *conn, fromClient bool, t int64, data []byte) int64 {
 	return t
 }
 
-// openConn schedules the handshake and an ApiVersions exchange.
+// openConn schedules the handshake and an ApiVersions exchange; with
+// Config.TLS, the TLS handshake between them.
 func (g *generator) openConn(c *conn) {
 	t, rtt := c.next, g.rtt()
 	c.cSeq, c.bSeq = g.rng.Uint32(), g.rng.Uint32()
 	c.cIPID, c.bIPID = uint16(g.rng.Uint32()), uint16(g.rng.Uint32())
+	if g.cfg.TLS {
+		g.startTLS(c, t)
+	}
 	g.control(c, true, t, flagSYN)
 	c.cSeq++
 	g.control(c, false, t+rtt/2, flagSYN|flagACK)
@@ -92,6 +97,9 @@ func (g *generator) openConn(c *conn) {
 	g.control(c, true, t+rtt, flagACK)
 	c.opened = true
 	g.man.Totals.Connections++
+	if c.tls != nil {
+		t = g.tlsHandshake(c, t+rtt) - rtt
+	}
 
 	t = g.send(c, true, t+rtt+g.between(20, 200), apiVersionsRequest(c.p.format, c.nextCorr()))
 	t = g.send(c, false, t+g.between(50, 300), apiVersionsResponse(c.corr-1))
@@ -100,9 +108,13 @@ func (g *generator) openConn(c *conn) {
 }
 
 // closeConn schedules the client's FIN, the broker's FIN and the last ACK
-// from t on and returns the time after them.
+// from t on (on a TLS connection each side's close_notify first) and
+// returns the time after them.
 func (g *generator) closeConn(c *conn, t int64) int64 {
 	rtt := g.rtt()
+	if c.tls != nil {
+		t = g.closeTLS(c, t)
+	}
 	g.control(c, true, t, flagFIN|flagACK)
 	c.cSeq++
 	g.control(c, false, t+rtt/2, flagFIN|flagACK)

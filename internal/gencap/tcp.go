@@ -37,6 +37,9 @@ type segment struct {
 	flags    uint8
 	ipID     uint16
 	payload  []byte
+	// keyLog, when set, makes this no packet but a pcapng Decryption
+	// Secrets Block holding it (Config.Secrets), written in its place.
+	keyLog []byte
 }
 
 // wireLen is the length of the segment's frame on the wire.

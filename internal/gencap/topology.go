@@ -71,6 +71,7 @@ type conn struct {
 	next    int64 // time of the next step, µs
 	opened  bool
 	closing bool
+	tls     *tlsSession // Config.TLS: the connection's TLS, once opened
 }
 
 func (c *conn) nextCorr() int32 {

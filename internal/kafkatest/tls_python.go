@@ -54,14 +54,16 @@ type KafkaPython struct {
 	// the client offers (SSLContext.set_ciphers), e.g.
 	// "ECDHE-ECDSA-CHACHA20-POLY1305".
 	Ciphers string
-	// RequestTimeout is kafka-python's request_timeout_ms: its own
-	// deadline for a response, after which it closes the connection.
+	// RequestTimeout is kafka-python's request_timeout_ms (0: 5s): its
+	// own deadline for a response, after which it closes the connection.
 	// ProduceTimeout, when set, is sent instead as the produce request's
 	// TimeoutMillis (kafka-python sends request_timeout_ms there: equal,
 	// a broker answering at TimeoutMillis races the client's deadline).
 	RequestTimeout, ProduceTimeout time.Duration
-	ClientID                       string
-	Partitions                     int32
+	// ClientID is the request header's client.id ("": "kafka-python");
+	// Partitions as Producer's.
+	ClientID   string
+	Partitions int32
 	// Log receives kafka-python's stderr (one line a record produced),
 	// if set.
 	Log func(string)

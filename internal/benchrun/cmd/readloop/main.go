@@ -1,20 +1,23 @@
 // Command readloop is the practical limit benchrun measures kdupcap against:
-// it reads every packet of a pcap file with pcapgo's ReadPacketData (a copy
-// of each packet, no decoding at all), or with -zerocopy its
-// ZeroCopyReadPacketData (no copy: what kdupcap's capture.Source uses), and
-// prints the packets and captured bytes it saw as one JSON object.
+// it reads every packet of a pcap or pcapng file with pcapgo's
+// ReadPacketData (a copy of each packet, no decoding at all), or with
+// -zerocopy its ZeroCopyReadPacketData (no copy: what kdupcap's
+// capture.Source uses), and prints the packets and captured bytes it saw as
+// one JSON object.
 //
 //	readloop [-zerocopy] FILE
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/pcapgo"
 )
 
@@ -42,8 +45,8 @@ func main() {
 	}
 }
 
-// readLoop reads every packet of the pcap file at path. The 64 KiB buffer
-// is the one kdupcap's capture.Source reads through.
+// readLoop reads every packet of the pcap or pcapng file at path. The
+// 64 KiB buffer is the one kdupcap's capture.Source reads through.
 func readLoop(path string, zeroCopy bool) (result, error) {
 	var res result
 	f, err := os.Open(path)
@@ -51,13 +54,26 @@ func readLoop(path string, zeroCopy bool) (result, error) {
 		return res, err
 	}
 	defer f.Close()
-	r, err := pcapgo.NewReader(bufio.NewReaderSize(f, 1<<16))
-	if err != nil {
-		return res, fmt.Errorf("%s: %w", path, err)
-	}
-	read := r.ReadPacketData
-	if zeroCopy {
-		read = r.ZeroCopyReadPacketData
+	br := bufio.NewReaderSize(f, 1<<16)
+	var read func() ([]byte, gopacket.CaptureInfo, error)
+	if magic, _ := br.Peek(4); bytes.Equal(magic, []byte{0x0a, 0x0d, 0x0d, 0x0a}) {
+		r, err := pcapgo.NewNgReader(br, pcapgo.DefaultNgReaderOptions)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", path, err)
+		}
+		read = r.ReadPacketData
+		if zeroCopy {
+			read = r.ZeroCopyReadPacketData
+		}
+	} else {
+		r, err := pcapgo.NewReader(br)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", path, err)
+		}
+		read = r.ReadPacketData
+		if zeroCopy {
+			read = r.ZeroCopyReadPacketData
+		}
 	}
 	for {
 		data, _, err := read()

@@ -1,0 +1,63 @@
+package report
+
+import "fmt"
+
+// Dropped counts what the bounds on untrusted input left out or cut, so
+// that a summary never reads as a whole answer when it is not: each count
+// names the stage bound that made it.
+type Dropped struct {
+	// OversizedPackets (OversizedBytes) were packets over capture's
+	// MaxPacketBytes, skipped unread.
+	OversizedPackets, OversizedBytes int64
+	// CorruptBatches failed their CRC: never matched.
+	CorruptBatches int64
+	// DecompressSkipped batches were left compressed because the run's
+	// decompression budget was spent: their records not read or matched.
+	DecompressSkipped int64
+	// BufferDrops partial frames were dropped because the frames held over
+	// all connections reached the bound (their directions resynced).
+	BufferDrops int64
+	// ReorderGivenUp reorder windows ran out: the holes were taken as lost.
+	ReorderGivenUp int64
+}
+
+// lines is one "name: what" row per non-zero count, for the table.
+func (d Dropped) lines() [][]string {
+	var out [][]string
+	if d.OversizedPackets > 0 {
+		out = append(out, []string{"oversized packets", fmt.Sprintf("%s (%d bytes) over the bound on one packet, skipped unread", plural(d.OversizedPackets, "packet"), d.OversizedBytes)})
+	}
+	if d.CorruptBatches > 0 {
+		out = append(out, []string{"corrupt batches", fmt.Sprintf("%s whose CRC does not match their bytes: never matched", plural(d.CorruptBatches, "batch"))})
+	}
+	if d.DecompressSkipped > 0 {
+		out = append(out, []string{"decompression budget", fmt.Sprintf("spent: %s left compressed, their records not read or matched", plural(d.DecompressSkipped, "batch"))})
+	}
+	if d.BufferDrops > 0 {
+		out = append(out, []string{"frame buffer bound", fmt.Sprintf("reached: %s dropped (their directions resynced)", plural(d.BufferDrops, "partial frame"))})
+	}
+	if d.ReorderGivenUp > 0 {
+		out = append(out, []string{"reorder window", fmt.Sprintf("ran out %s: those holes taken as lost", plural(d.ReorderGivenUp, "time"))})
+	}
+	return out
+}
+
+// jsonDropped is the summary's "dropped" object; omitted when nil.
+type jsonDropped struct {
+	OversizedPackets  int64 `json:"oversized_packets,omitempty"`
+	OversizedBytes    int64 `json:"oversized_bytes,omitempty"`
+	CorruptBatches    int64 `json:"corrupt_batches,omitempty"`
+	DecompressSkipped int64 `json:"decompress_skipped,omitempty"`
+	BufferDrops       int64 `json:"buffer_drops,omitempty"`
+	ReorderGivenUp    int64 `json:"reorder_given_up,omitempty"`
+}
+
+// toJSONDropped is d as the summary's "dropped" object, nil when all zero.
+func toJSONDropped(d Dropped) *jsonDropped {
+	if d == (Dropped{}) {
+		return nil
+	}
+	return &jsonDropped{OversizedPackets: d.OversizedPackets, OversizedBytes: d.OversizedBytes,
+		CorruptBatches: d.CorruptBatches, DecompressSkipped: d.DecompressSkipped,
+		BufferDrops: d.BufferDrops, ReorderGivenUp: d.ReorderGivenUp}
+}
