@@ -25,7 +25,7 @@ type Analysis struct {
 
 // NewAnalysis returns an Analysis with o; o.Check must have passed.
 func NewAnalysis(o Options) *Analysis {
-	a := &Analysis{opts: o, prof: profile.New(profile.Options{}), tls: newTLSLayer(o.TLSKeyLogs, o.Ports)}
+	a := &Analysis{opts: o, prof: profile.New(profile.Options{}), tls: newTLSLayer(o.TLSKeyLogs, o.Ports, false)}
 	observe := a.prof.Produce
 	if o.Observe != nil {
 		observe = func(x *decode.Exchange) {

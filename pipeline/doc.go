@@ -50,5 +50,6 @@
 //   - live.go: Live, the run of `kdupcap live`, its drop marks and evidence files.
 //   - evidence.go: the spans a finding's evidence keeps; WriteEvidence.
 //   - sasl.go: withoutSASL, which cuts SASL authentications out of them.
+//   - tls.go: the TLS layer of a run: key logs, the Decrypter, its summary.
 //   - summary.go: report.Summary from the stages' counts.
 package pipeline

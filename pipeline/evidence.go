@@ -3,6 +3,7 @@ package pipeline
 import (
 	"io"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
@@ -91,6 +92,21 @@ func evidenceSpans(findings []detect.Finding, namedBy func([16]byte) (*decode.Co
 		}
 	}
 	return spans
+}
+
+// WriteEvidenceFile is WriteEvidence to a new file at path (truncated if
+// it exists).
+func (a *Analysis) WriteEvidenceFile(path string, findings []detect.Finding) (n int, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	return a.WriteEvidence(f, findings)
 }
 
 // WriteEvidence writes to w, after Finish, every packet of the inputs

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"io"
+	"os"
 	"time"
 
 	"github.com/kdupcap/kdupcap/capture"
@@ -24,6 +25,23 @@ type Inputs struct {
 	// bytes: what was read before is decided and reported as usual
 	// (SIGINT on a `tcpdump | kdupcap analyze -`).
 	Stop <-chan struct{}
+}
+
+// Size is the total size of the files, or -1 when one is standard input
+// or cannot be stat'ed (a progress bar then shows bytes and rate only).
+func (in Inputs) Size() int64 {
+	var total int64
+	for _, f := range in.Files {
+		if f == "-" {
+			return -1
+		}
+		st, err := os.Stat(f)
+		if err != nil || !st.Mode().IsRegular() {
+			return -1
+		}
+		total += st.Size()
+	}
+	return total
 }
 
 // progressEvery+1 is how many packets are read between two calls of an

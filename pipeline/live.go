@@ -120,7 +120,7 @@ func NewLive(o LiveOptions, src LiveSource) (*Live, error) {
 	l.prof = profile.New(profile.Options{Revisable: window + settle,
 		MaxPending: max(maxBatches*profile.DefaultMaxPending/detect.DefaultMaxBatches, 1)})
 
-	l.tls = newTLSLayer(nil, o.Ports)
+	l.tls = newTLSLayer(nil, o.Ports, true)
 	for _, name := range o.TLSKeyLogs {
 		l.keyFiles = append(l.keyFiles, l.tls.keys.Follow(name))
 	}
@@ -186,6 +186,10 @@ func (l *Live) Run(ctx context.Context) error {
 // cut by the end of the capture, detect reports the findings not yet
 // reported, and their evidence is written.
 func (l *Live) Finish() {
+	// The keys written since the last poll, for the connections that
+	// still wait, then those that never came given up.
+	l.pollKeys(time.Now())
+	l.tls.dec.Flush()
 	l.p.finish()
 	l.writeEvidence()
 }

@@ -24,9 +24,11 @@ type tlsLayer struct {
 	read bool
 }
 
-func newTLSLayer(files []string, ports []uint16) *tlsLayer {
+// newTLSLayer is the TLS layer of a run reading the key log files; a live
+// one (follow) keeps connections that close before their keys come.
+func newTLSLayer(files []string, ports []uint16, follow bool) *tlsLayer {
 	keys := tlsdecrypt.NewKeyLog()
-	return &tlsLayer{keys: keys, dec: tlsdecrypt.New(keys, tlsdecrypt.Options{Ports: ports}), files: files}
+	return &tlsLayer{keys: keys, dec: tlsdecrypt.New(keys, tlsdecrypt.Options{Ports: ports, KeepClosed: follow}), files: files}
 }
 
 // load reads the key log files, once; an error names its file. A

@@ -60,4 +60,7 @@
 //   - counters.go: Counters, a live run's running totals.
 //   - status.go: StatusLine, a live run's periodic status line.
 //   - multi.go: Multi, one Writer handing everything to several.
+//   - tls.go: TLSSummary, the TLS connections and hints in table and JSON.
+//   - dropped.go: Dropped, what the bounds on untrusted input left out.
+//   - progress.go: Progress, analyze's progress bar on a terminal.
 package report

@@ -58,6 +58,10 @@ type conn struct {
 	rc12           [2]*recordCipher
 
 	waiting bool
+	// closing: Close came while waiting for keys (Options.KeepClosed);
+	// the inner stream is closed at closeAt once they come, or at Flush.
+	closing bool
+	closeAt time.Time
 	queue   []pending
 	arena   []byte
 
@@ -180,16 +184,45 @@ func (c *conn) Close(ts time.Time) {
 			if c.d.keys.Gen() != c.lastGen {
 				c.retryKeys()
 			}
+			if c.waiting && c.d.opts.KeepClosed && c.d.keepClosed(1) {
+				// Its keys may come yet (a key log written a little
+				// after the handshake): the connection ends once they do,
+				// or at Decrypter.Flush.
+				c.closeAt, c.closing = ts, true
+				return
+			}
 			if c.waiting {
 				c.dropQueue()
 				c.noKey = true
 			}
 		}
-		c.st.Closed = true
-		c.publish()
-		c.h[0].buf, c.h[1].buf, c.h[0].out, c.h[1].out = nil, nil, nil, nil
+		c.finishClose()
 	}
 	c.inner.Close(ts)
+}
+
+// finishClose is the end of a TLS connection's Close: its state published
+// for good, its buffers let go.
+func (c *conn) finishClose() {
+	c.st.Closed = true
+	c.publish()
+	c.h[0].buf, c.h[1].buf, c.h[0].out, c.h[1].out = nil, nil, nil, nil
+}
+
+// endClosing ends a connection closed while waiting for its keys, after
+// they came (retryKeys) or when none can come any more (flush).
+func (c *conn) endClosing(flush bool) {
+	if !c.closing {
+		return
+	}
+	c.closing = false
+	c.d.keepClosed(-1)
+	if flush && c.waiting {
+		c.dropQueue()
+		c.noKey = true
+	}
+	c.finishClose()
+	c.inner.Close(c.closeAt)
 }
 
 // verdict of the first bytes of a connection.
@@ -787,6 +820,7 @@ func (c *conn) retryKeys() {
 	}
 	c.d.buffered.Add(-int64(len(arena)))
 	c.publish()
+	c.endClosing(false)
 }
 
 // gap handles n lost bytes of one direction.

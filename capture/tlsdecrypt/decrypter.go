@@ -36,6 +36,12 @@ type Options struct {
 	// Ports are the broker ports: they tell client from broker in a
 	// connection with no handshake captured (MidStream).
 	Ports []uint16
+	// KeepClosed keeps a connection that closed while waiting for its
+	// keys (within the buffering bounds) until they come (Wake) or Flush,
+	// instead of giving it up as NoKey at once: a live capture's key log
+	// is written a little after each handshake, and a short connection
+	// may end first.
+	KeepClosed bool
 }
 
 func (o Options) withDefaults() Options {
@@ -166,8 +172,9 @@ type Decrypter struct {
 	keyNext  int
 	// waiting are the connections holding records until their keys come,
 	// by the order they began to wait (Wake).
-	waiting  map[*conn]uint64
-	waitNext uint64
+	waiting    map[*conn]uint64
+	waitNext   uint64
+	keptClosed int // connections kept by Options.KeepClosed
 }
 
 // keyRef names the secrets that decrypt one connection.
@@ -237,6 +244,41 @@ func (d *Decrypter) Wake() {
 		if c.waiting && c.d.keys.Gen() != c.lastGen {
 			c.retryKeys()
 		}
+	}
+}
+
+// maxKeptClosed bounds the connections Options.KeepClosed keeps at once;
+// beyond it a connection closing while waiting is given up at once.
+const maxKeptClosed = 4096
+
+// keepClosed adds n to the connections kept closed, and reports, for
+// n > 0, whether there was room.
+func (d *Decrypter) keepClosed(n int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if n > 0 && d.keptClosed >= maxKeptClosed {
+		return false
+	}
+	d.keptClosed += n
+	return true
+}
+
+// Flush ends every connection kept by Options.KeepClosed: those whose
+// keys never came are NoKey, their inner streams closed. Call it before
+// the end of the run's input is handled, from the goroutine that feeds
+// the connections.
+func (d *Decrypter) Flush() {
+	d.mu.Lock()
+	ws := make([]*conn, 0, len(d.waiting))
+	for c := range d.waiting {
+		if c.closing {
+			ws = append(ws, c)
+		}
+	}
+	slices.SortFunc(ws, func(a, b *conn) int { return cmp.Compare(d.waiting[a], d.waiting[b]) })
+	d.mu.Unlock()
+	for _, c := range ws {
+		c.endClosing(true)
 	}
 }
 

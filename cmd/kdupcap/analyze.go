@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,12 +43,11 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	}
 	o := &cfg.opts
 	fs.StringVar(&cfg.format, "format", "table", "output format: table or json (JSON Lines)")
-	ports := fs.String("port", "9092", "comma-separated broker ports taken as Kafka")
+	sf := addStageFlags(fs, o, stageUsage{port: "comma-separated broker ports taken as Kafka",
+		window: "how long (capture time) a batch is remembered after its last attempt",
+		idle:   "capture time after which an idle TCP connection is closed and buffered segments are given up"})
 	fs.BoolVar(&o.Sniff, "sniff", true, "also take connections on other ports whose bytes parse as Kafka requests")
 	fs.BoolVar(&cfg.failOnDuplicate, "fail-on-duplicate", false, "exit 3 when any finding is duplicated or unconfirmed")
-	fs.DurationVar(&o.Window, "window", detect.DefaultWindow, "how long (capture time) a batch is remembered after its last attempt")
-	fs.IntVar(&o.MaxBatches, "max-batches", detect.DefaultMaxBatches, maxBatchesUsage)
-	fs.DurationVar(&o.IdleTimeout, "idle-timeout", capture.DefaultIdleTimeout, "capture time after which an idle TCP connection is closed and buffered segments are given up")
 	fs.Func("reorder-window", "capture `TIME` a hole in a TCP stream that the peer acknowledged is held open for its segment to come late, reordered (default "+capture.DefaultReorderWindow.String()+"; 0: given up at once)", func(s string) error {
 		d, err := time.ParseDuration(s)
 		switch {
@@ -63,15 +61,9 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 		o.ReorderWindow = d
 		return nil
 	})
-	scope := fs.String("scope", "both", scopeUsage)
-	fs.IntVar(&o.Records, "records", 0, recordsUsage)
-	fs.BoolVar(&o.RecordMatch, "record-match", true, recordMatchUsage)
-	fs.BoolVar(&o.AppDuplicates, "app-duplicates", false, appDuplicatesUsage)
 	fs.StringVar(&cfg.writeDups, "write-dups", "", writeDupsUsage)
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress bar (there is one on stderr only when stderr is a terminal)")
 	fs.IntVar(&o.Workers, "workers", 0, workersUsage)
-	fs.Var((*filesFlag)(&o.TLSKeyLogs), "tls-keylog", tlsKeyLogUsage)
-	fs.Var((*clusterFlag)(&o.Clusters), "cluster", clusterUsage)
 	fs.Var(&cfg.clockSkew, "clock-skew", "`FILE=DURATION` added to every timestamp of one capture file (e.g. broker2.pcap=-1.5s), repeated per file; FILE may be a 1-based position")
 	// Flags may come before, between or after the files, as people type
 	// them; "--" ends the flags, so a file named like one can be given.
@@ -95,17 +87,7 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	default:
 		return nil, fmt.Errorf("--format %q: want table or json", cfg.format)
 	}
-	var err error
-	if o.Ports, err = parsePorts(*ports); err != nil {
-		return nil, err
-	}
-	if o.Window <= 0 || o.IdleTimeout <= 0 {
-		return nil, errors.New("--window and --idle-timeout must be positive")
-	}
-	if o.Scope, err = parseScope(*scope); err != nil {
-		return nil, err
-	}
-	if err := o.Check(); err != nil {
+	if err := sf.check(); err != nil {
 		return nil, err
 	}
 	if len(cfg.files) == 0 {
@@ -118,6 +100,7 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	if cfg.writeDups != "" && slices.Contains(cfg.files, "-") {
 		return nil, errors.New("--write-dups reads the inputs twice: not with - (standard input), which can be read only once")
 	}
+	var err error
 	if cfg.skew, err = cfg.clockSkew.resolve(cfg.files); err != nil {
 		return nil, err
 	}
@@ -164,9 +147,13 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 
 	an := pipeline.NewAnalysis(cfg.opts)
-	bar := newProgress(stderr, progressOn(isTerminal(stderr), cfg.quiet), inputSize(cfg.files), an.Stats)
-	readErrs := an.Read(pipeline.Inputs{Files: cfg.files, Skew: cfg.skew, Stdin: stdin, Stop: ctx.Done()}, bar.update)
-	bar.finish()
+	in := pipeline.Inputs{Files: cfg.files, Skew: cfg.skew, Stdin: stdin, Stop: ctx.Done()}
+	var bar *report.Progress
+	if isTerminal(stderr) && !cfg.quiet {
+		bar = report.NewProgress(stderr, in.Size(), progressInterval, an.Stats)
+	}
+	readErrs := an.Read(in, bar.Update)
+	bar.Finish()
 	findings := an.Finish()
 	var inputErrs []string
 	for _, err := range readErrs {
@@ -197,10 +184,12 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "kdupcap: warning: %s\n", e)
 	}
 	if cfg.writeDups != "" {
-		if err := writeDups(an, cfg.writeDups, findings, stderr); err != nil {
+		n, err := an.WriteEvidenceFile(cfg.writeDups, findings)
+		if err != nil {
 			fmt.Fprintf(stderr, "kdupcap: --write-dups: %v\n", err)
 			return exitFailure
 		}
+		fmt.Fprintf(stderr, "kdupcap: wrote %d packets of %d findings to %s\n", n, len(findings), cfg.writeDups)
 	}
 
 	switch {
@@ -215,24 +204,8 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	return exitOK
 }
 
+// progressInterval is how often the progress bar is redrawn at most.
+const progressInterval = 100 * time.Millisecond
+
 // writeDupsUsage is the help text of --write-dups.
 const writeDupsUsage = "write every packet of every finding's attempts and responses (and the fetches and transaction requests it relies on) to `FILE`, a pcap that analyze reads back into the same findings"
-
-// writeDups writes the --write-dups file of findings.
-func writeDups(an *pipeline.Analysis, path string, findings []detect.Finding, stderr io.Writer) (err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = cerr
-		}
-	}()
-	n, err := an.WriteEvidence(f, findings)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "kdupcap: wrote %d packets of %d findings to %s\n", n, len(findings), path)
-	return nil
-}

@@ -56,7 +56,6 @@
 //   - analyze.go: kdupcap analyze: its flags, the run, --write-dups.
 //   - clockskew.go: the repeated --clock-skew FILE=DURATION flag.
 //   - cluster.go: the repeated --cluster NAME=HOST:PORT[,HOST:PORT...] flag.
-//   - progress.go: analyze's progress bar on a terminal.
 //   - live.go: kdupcap live: its flags, signals, sinks, status lines and
 //     metrics.
 //   - producers.go: writing the producer profiles when the writer takes them.

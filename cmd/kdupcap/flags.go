@@ -1,12 +1,16 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"runtime/debug"
 	"strings"
 
+	"github.com/kdupcap/kdupcap/capture"
 	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/pipeline"
 )
 
 // The flags analyze and live share, and the process settings of the CLI.
@@ -78,4 +82,47 @@ func (f *filesFlag) Set(s string) error {
 	}
 	*f = append(*f, s)
 	return nil
+}
+
+// stageUsage is what the shared flags' help says differently for analyze
+// and live.
+type stageUsage struct {
+	port, window, idle, recordsMore, keylogMore string
+}
+
+// stageFlags are the flags of pipeline.Options that analyze and live
+// share, registered on one FlagSet; check completes them after Parse.
+type stageFlags struct {
+	o            *pipeline.Options
+	ports, scope *string
+}
+
+func addStageFlags(fs *flag.FlagSet, o *pipeline.Options, u stageUsage) *stageFlags {
+	sf := &stageFlags{o: o}
+	sf.ports = fs.String("port", "9092", u.port)
+	fs.DurationVar(&o.Window, "window", detect.DefaultWindow, u.window)
+	fs.IntVar(&o.MaxBatches, "max-batches", detect.DefaultMaxBatches, maxBatchesUsage)
+	fs.DurationVar(&o.IdleTimeout, "idle-timeout", capture.DefaultIdleTimeout, u.idle)
+	sf.scope = fs.String("scope", "both", scopeUsage)
+	fs.IntVar(&o.Records, "records", 0, recordsUsage+u.recordsMore)
+	fs.BoolVar(&o.RecordMatch, "record-match", true, recordMatchUsage)
+	fs.BoolVar(&o.AppDuplicates, "app-duplicates", false, appDuplicatesUsage)
+	fs.Var((*filesFlag)(&o.TLSKeyLogs), "tls-keylog", tlsKeyLogUsage+u.keylogMore)
+	fs.Var((*clusterFlag)(&o.Clusters), "cluster", clusterUsage)
+	return sf
+}
+
+// check parses and checks the shared flags' values into the Options.
+func (sf *stageFlags) check() error {
+	var err error
+	if sf.o.Ports, err = parsePorts(*sf.ports); err != nil {
+		return err
+	}
+	if sf.o.Window <= 0 || sf.o.IdleTimeout <= 0 {
+		return errors.New("--window and --idle-timeout must be positive")
+	}
+	if sf.o.Scope, err = parseScope(*sf.scope); err != nil {
+		return err
+	}
+	return sf.o.Check()
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/term"
 
-	"github.com/kdupcap/kdupcap/capture"
 	"github.com/kdupcap/kdupcap/capture/live"
 	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
@@ -56,11 +55,13 @@ func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*li
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&cfg.iface, "i", "", "interface to capture on, or \"any\" for all of them (required)")
-	ports := fs.String("port", "9092", "comma-separated broker ports to capture (the kernel filter keeps only these)")
 	fs.StringVar(&cfg.format, "format", "lines", "output format: lines (one line per finding) or json (JSON Lines, as analyze)")
 	fs.StringVar(&cfg.metricsAddr, "metrics", "", "serve Prometheus metrics on ADDR (e.g. :9464) at /metrics")
 	fs.StringVar(&cfg.emit, "emit", "", "also publish every finding as a JSON record to kafka://HOST:PORT[,HOST:PORT]/TOPIC")
 	o := &cfg.opts
+	sf := addStageFlags(fs, &o.Options, stageUsage{port: "comma-separated broker ports to capture (the kernel filter keeps only these)",
+		window: "how long a batch is remembered after its last attempt", idle: "time after which an idle TCP connection is closed",
+		recordsMore: " (shown by --format json)", keylogMore: "; followed as it grows"})
 	fs.StringVar(&o.EvidenceDir, "evidence", "", "write the packets of every finding's attempts and responses to a pcap in DIR")
 	fs.StringVar(&cfg.user, "user", "", "drop root privileges to this user once the capture socket is open (as tcpdump -Z)")
 	fs.DurationVar(&o.Duration, "duration", 0, "stop after this long (0: run until SIGINT or SIGTERM)")
@@ -72,16 +73,7 @@ func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*li
 	fs.DurationVar(&cfg.statsEvery, "stats-every", defaultStats, "print a status line on stderr this often (0: never; default 10s on a terminal)")
 	fs.IntVar(&cfg.snapLen, "snaplen", live.DefaultSnapLen, "bytes kept of each packet")
 	fs.IntVar(&cfg.ringMB, "ring-mb", live.DefaultRingBytes>>20, "size of the kernel ring in MiB")
-	fs.DurationVar(&o.Window, "window", detect.DefaultWindow, "how long a batch is remembered after its last attempt")
-	fs.IntVar(&o.MaxBatches, "max-batches", detect.DefaultMaxBatches, maxBatchesUsage)
 	fs.DurationVar(&o.Settle, "settle", detect.DefaultSettle, "how long to wait for a retry after an attempt answered with a retriable error (or not at all) before reporting")
-	fs.DurationVar(&o.IdleTimeout, "idle-timeout", capture.DefaultIdleTimeout, "time after which an idle TCP connection is closed")
-	scope := fs.String("scope", "both", scopeUsage)
-	fs.IntVar(&o.Records, "records", 0, recordsUsage+" (shown by --format json)")
-	fs.BoolVar(&o.RecordMatch, "record-match", true, recordMatchUsage)
-	fs.BoolVar(&o.AppDuplicates, "app-duplicates", false, appDuplicatesUsage)
-	fs.Var((*filesFlag)(&o.TLSKeyLogs), "tls-keylog", tlsKeyLogUsage+"; followed as it grows")
-	fs.Var((*clusterFlag)(&o.Clusters), "cluster", clusterUsage)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -97,21 +89,14 @@ func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*li
 	default:
 		return nil, fmt.Errorf("--format %q: want lines or json", cfg.format)
 	}
-	var err error
-	if o.Ports, err = parsePorts(*ports); err != nil {
+	if err := sf.check(); err != nil {
 		return nil, err
 	}
-	if o.Window <= 0 || o.Settle <= 0 || o.IdleTimeout <= 0 || o.Duration < 0 || o.Count < 0 || cfg.statsEvery < 0 {
+	if o.Settle <= 0 || o.Duration < 0 || o.Count < 0 || cfg.statsEvery < 0 {
 		return nil, errors.New("--window, --settle and --idle-timeout must be positive; --duration, --count and --stats-every not negative")
 	}
 	if cfg.ringMB <= 0 || cfg.snapLen <= 0 {
 		return nil, errors.New("--ring-mb and --snaplen must be positive")
-	}
-	if o.Scope, err = parseScope(*scope); err != nil {
-		return nil, err
-	}
-	if err := o.Check(); err != nil {
-		return nil, err
 	}
 	o.Name = "live:" + cfg.iface
 	if cfg.emit != "" {

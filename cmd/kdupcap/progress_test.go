@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/internal/gencap"
 	"github.com/kdupcap/kdupcap/pipeline"
+	"github.com/kdupcap/kdupcap/report"
 )
 
 // TestProgressBar draws the bar, forced on, into a buffer standing for the
@@ -31,15 +31,14 @@ func TestProgressBar(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	total := inputSize([]string{path})
+	total := pipeline.Inputs{Files: []string{path}}.Size()
 	if st, _ := os.Stat(path); total != st.Size() {
-		t.Fatalf("inputSize %d, file %d bytes", total, st.Size())
+		t.Fatalf("Inputs.Size %d, file %d bytes", total, st.Size())
 	}
 
 	var term bytes.Buffer
 	an := pipeline.NewAnalysis(pipeline.Options{Sniff: true, Workers: 1})
-	bar := newProgress(&term, true, total, an.Stats)
-	bar.interval = 0 // redraw on every call
+	bar := report.NewProgress(&term, total, 0, an.Stats) // redrawn on every call
 	var calls int
 	var last int64
 	onRead := func(n int64) {
@@ -48,12 +47,12 @@ func TestProgressBar(t *testing.T) {
 			t.Errorf("input bytes went back from %d to %d", last, n)
 		}
 		last = n
-		bar.update(n)
+		bar.Update(n)
 	}
 	if errs := an.Read(pipeline.Inputs{Files: []string{path}}, onRead); len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	bar.finish()
+	bar.Finish()
 	findings := an.Finish()
 	if len(findings) != len(m.Resends) || len(findings) == 0 {
 		t.Fatalf("%d findings, manifest %d", len(findings), len(m.Resends))
@@ -100,26 +99,11 @@ func TestProgressSilent(t *testing.T) {
 			t.Errorf("%s taken for a terminal", name)
 		}
 	}
-	for _, tc := range []struct {
-		terminal, quiet, want bool
-	}{
-		{true, false, true},
-		{true, true, false},
-		{false, false, false},
-		{false, true, false},
-	} {
-		if got := progressOn(tc.terminal, tc.quiet); got != tc.want {
-			t.Errorf("progressOn(terminal %v, quiet %v) = %v", tc.terminal, tc.quiet, got)
-		}
-	}
-	var bar *progress = newProgress(&bytes.Buffer{}, false, 100, func() detect.Stats { return detect.Stats{} })
-	if bar != nil {
-		t.Fatal("newProgress returned a bar when off")
-	}
-	bar.update(50) // nil-safe
-	bar.finish()
-	if got := inputSize([]string{"-"}); got != -1 {
-		t.Errorf("inputSize of stdin = %d, want -1", got)
+	var bar *report.Progress // what analyze has when there is no bar
+	bar.Update(50)           // nil-safe
+	bar.Finish()
+	if got := (pipeline.Inputs{Files: []string{"-"}}).Size(); got != -1 {
+		t.Errorf("Inputs.Size of stdin = %d, want -1", got)
 	}
 }
 
