@@ -37,6 +37,10 @@ type Options struct {
 	// have another Verdict and Proof than Flush's copy: the latter is
 	// final. With Streaming: see Streaming.
 	OnFinding func(Finding)
+	// Observe, if set, sees every exchange Produce takes as a request of
+	// its own, before detect files it: not the copies of one request seen
+	// on another connection (echo.go). The producer profiles are fed so.
+	Observe func(*decode.Exchange)
 
 	// Scope chooses which re-sends are found: ScopeConnection groups only
 	// the attempts sent on one connection (a re-send on a new connection
@@ -235,6 +239,9 @@ func (d *Detector) Produce(x *decode.Exchange) {
 			d.advance()
 		}
 		return
+	}
+	if d.opts.Observe != nil {
+		d.opts.Observe(x)
 	}
 	cluster := d.clusterOf(x.Cluster)
 	// Forget what the window lost by the time this request was sent, file

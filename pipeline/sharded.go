@@ -182,8 +182,6 @@ type sharded struct {
 	// printer fingerprints the records of the batches the Detector asks
 	// for, on the merger's goroutine; it decodes nothing.
 	printer *decode.Printer
-	// observe, if set, sees every produce exchange before the Detector.
-	observe func(*decode.Exchange)
 	// links are the link types of the packets read (for --write-dups).
 	links []layers.LinkType
 	// The outputs of the epoch being merged, per worker: received (have),
@@ -201,12 +199,12 @@ func newSharded(st stages, n int) *sharded {
 	// The workers share the out-of-order data one Assembler may hold, so
 	// that memory stays as bounded as with one.
 	asmOpts.MaxBufferedPagesTotal = max(capture.DefaultMaxBufferedPagesTotal/n, capture.DefaultMaxBufferedPagesPerConnection)
+	st.det.Observe = st.observe
 	sp := &sharded{
 		asmOpts: asmOpts,
 		det:     detect.New(st.det),
 		shared:  decode.NewShared(),
 		printer: decode.NewPrinter(st.dec),
-		observe: st.observe,
 	}
 	sp.shared.NameClusters(st.dec.Clusters)
 	for range n {
@@ -405,9 +403,6 @@ func (sp *sharded) replay(e *shardEvent) {
 		sp.shared.Apply(e.shared)
 	case eventExchange:
 		sp.shared.Resolve(e.x)
-		if sp.observe != nil && !sp.det.Echo(e.x) {
-			sp.observe(e.x)
-		}
 		sp.det.Produce(e.x)
 	case eventFetch:
 		sp.shared.ResolveFetch(e.fetch)

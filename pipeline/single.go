@@ -26,28 +26,14 @@ type stages struct {
 	det detect.Options
 	dec decode.Options
 	asm capture.AssemblerOptions
-	// observe, if set, sees every produce exchange before detect does.
+	// observe, if set, sees every produce exchange detect takes as a
+	// request of its own (detect.Options.Observe).
 	observe func(*decode.Exchange)
 	// ignore, if set, keeps connections it answers true for out of the
 	// run (kdupcap's own emission traffic).
 	ignore func(a, b netip.AddrPort) bool
 	// wrap, if set, stands between reassembly and decode: TLS decryption.
 	wrap func(capture.NewStreamFunc) capture.NewStreamFunc
-}
-
-// observed is the Detector as decode's sink (fetches and transactions
-// included), with observe shown every produce exchange first but the
-// copies of one request seen on another connection (detect's Echo).
-type observed struct {
-	*detect.Detector
-	observe func(*decode.Exchange)
-}
-
-func (o observed) Produce(x *decode.Exchange) {
-	if !o.Detector.Echo(x) {
-		o.observe(x)
-	}
-	o.Detector.Produce(x)
 }
 
 // streamsOf hands dec a stream per connection; a nil *decode.Conn (not
@@ -63,12 +49,9 @@ func streamsOf(dec *decode.Decoder) capture.NewStreamFunc {
 
 func newSingle(st stages) *single {
 	p := &single{}
+	st.det.Observe = st.observe
 	p.det = detect.New(st.det)
-	var sink decode.Sink = p.det
-	if st.observe != nil {
-		sink = observed{p.det, st.observe}
-	}
-	p.dec = decode.New(sink, st.dec)
+	p.dec = decode.New(p.det, st.dec)
 	newStream := streamsOf(p.dec)
 	if st.wrap != nil {
 		newStream = st.wrap(newStream)
