@@ -76,6 +76,7 @@ type conn struct {
 type pending struct {
 	fromA    bool
 	gap      bool
+	raw      bool // bytes of the stream after a gap, to frame anew (not a whole record)
 	n        int
 	off, end int
 	ts       time.Time
@@ -94,7 +95,10 @@ type half struct {
 	hs        hsReader
 	stop      bool // nothing more is decrypted in this direction
 	resync    bool // looking for a record boundary after a gap
-	tries     int
+	// rawWait: a gap came while waiting for keys; what follows can only
+	// be framed again (resync) with the keys, so it is kept as it came.
+	rawWait bool
+	tries   int
 	scanned   int
 }
 
@@ -137,7 +141,11 @@ func (c *conn) Data(fromA bool, data []byte, ts time.Time) bool {
 	if c.waiting && c.d.keys.Gen() != c.lastGen {
 		c.retryKeys()
 	}
-	c.feed(&c.h[idx(fromA)], data, ts)
+	if h := &c.h[idx(fromA)]; c.waiting && h.rawWait {
+		c.enqueue(h, data, ts) // after a gap: framed anew with the keys
+	} else {
+		c.feed(h, data, ts)
+	}
 	if c.sincePub >= 256 {
 		c.publish()
 	}
@@ -161,6 +169,10 @@ func (c *conn) Gap(fromA bool, n int, ts time.Time) {
 		}
 	case modeTLS:
 		if c.waiting {
+			// The partial record before the hole is lost with it; what
+			// comes after is kept raw, framed anew once the keys come.
+			h := &c.h[idx(fromA)]
+			h.buf, h.rawWait = h.buf[:0], true
 			c.queue = append(c.queue, pending{fromA: fromA, gap: true, n: n, ts: ts})
 			return
 		}
@@ -787,7 +799,7 @@ func (c *conn) enqueue(h *half, rec []byte, ts time.Time) {
 	}
 	off := len(c.arena)
 	c.arena = append(c.arena, rec...)
-	c.queue = append(c.queue, pending{fromA: h.fromA, off: off, end: len(c.arena), ts: ts})
+	c.queue = append(c.queue, pending{fromA: h.fromA, off: off, end: len(c.arena), ts: ts, raw: h.rawWait})
 }
 
 func (c *conn) dropQueue() {
@@ -810,11 +822,16 @@ func (c *conn) retryKeys() {
 	q, arena := c.queue, c.arena
 	c.queue, c.arena, c.waiting = nil, nil, false
 	c.d.wait(c, false)
+	c.h[0].rawWait, c.h[1].rawWait = false, false
 	for _, p := range q {
 		h := &c.h[idx(p.fromA)]
-		if p.gap {
+		switch {
+		case p.gap:
 			c.gap(h, p.n, p.ts)
-		} else if !h.stop {
+		case h.stop:
+		case p.raw:
+			c.feed(h, arena[p.off:p.end], p.ts)
+		default:
 			c.record(h, arena[p.off:p.end], p.ts)
 		}
 	}

@@ -57,3 +57,53 @@ func TestKeepClosed(t *testing.T) {
 		}
 	})
 }
+
+// TestGapWhileWaiting: a TCP gap that comes while a connection waits for
+// its keys gives, once they come, what the same bytes give with the keys
+// there from the start: the bytes after the hole are framed anew (resync)
+// with the keys, never taken for the rest of the record the hole cut.
+func TestGapWhileWaiting(t *testing.T) {
+	s := goSession(t, &tls.Config{}, &tls.Config{Certificates: []tls.Certificate{ecdsaCert()}}, []int{5, 300, 300, 300, 300})
+	// The client's bytes cut in chunks, one chunk in the middle lost.
+	var evs []event
+	var clientChunks int
+	for _, e := range s.events {
+		for p := e.data; len(p) > 0; {
+			n := min(len(p), 97)
+			if e.fromA {
+				clientChunks++
+			}
+			evs = append(evs, event{fromA: e.fromA, data: p[:n]})
+			p = p[n:]
+		}
+	}
+	lost, seen := clientChunks*2/3, 0
+	for i := range evs {
+		if evs[i].fromA {
+			if seen == lost {
+				evs[i] = event{fromA: true, gap: len(evs[i].data)}
+				break
+			}
+			seen++
+		}
+	}
+	kl := NewKeyLog()
+	kl.Add(s.keylog, "keys")
+	want := run(New(kl, Options{}), evs)
+
+	late := NewKeyLog()
+	d := New(late, Options{})
+	got, st := open(d, clientAddr)
+	feedAll(st, evs)
+	late.Add(s.keylog, "keys")
+	d.Wake()
+	st.Close(time.Unix(3, 0))
+	for i := range want.data {
+		if !bytes.Equal(got.data[i], want.data[i]) {
+			t.Errorf("direction %d: %d bytes with the keys late, %d with them there", i, len(got.data[i]), len(want.data[i]))
+		}
+	}
+	if len(want.data[0]) == 0 || len(want.data[0]) >= len(s.sent[0]) {
+		t.Errorf("harness: with the keys there, %d of %d client bytes: the gap should cut some, not all", len(want.data[0]), len(s.sent[0]))
+	}
+}
