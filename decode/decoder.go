@@ -371,7 +371,9 @@ func (d *Decoder) request(key int16) kmsg.Request {
 
 // emit names the topics given by ID and hands x to the sink.
 func (d *Decoder) emit(x *Exchange) {
-	d.shared.Resolve(x)
+	if d.ssink == nil { // else the caller resolves from the one Shared
+		d.shared.Resolve(x)
+	}
 	if d.sink != nil {
 		d.sink.Produce(x)
 	}

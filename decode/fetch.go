@@ -140,7 +140,9 @@ func (c *Conn) fetchResponse(dir *direction, p pending, body []byte, pos int64, 
 			}
 		}
 	}
-	d.shared.ResolveFetch(f)
+	if d.ssink == nil { // else the caller resolves from the one Shared
+		d.shared.ResolveFetch(f)
+	}
 	d.fsink.Fetch(f)
 }
 

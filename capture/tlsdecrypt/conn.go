@@ -99,7 +99,7 @@ type half struct {
 	// be framed again (resync) with the keys, so it is kept as it came.
 	rawWait bool
 	tries   int
-	scanned   int
+	scanned int
 }
 
 func idx(fromA bool) int {

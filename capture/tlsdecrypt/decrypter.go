@@ -308,7 +308,7 @@ func (d *Decrypter) KeyLines(client, broker netip.AddrPort) []string {
 		ref, ok = d.keyConns[[2]netip.AddrPort{broker, client}]
 	}
 	d.mu.Unlock()
-	if !ok {
+	if !ok || ref.random == ([32]byte{}) && ref.master == nil {
 		return nil
 	}
 	if ref.master != nil {
@@ -372,10 +372,15 @@ func (d *Decrypter) rememberKeys(client, broker netip.AddrPort, ref keyRef) {
 }
 
 // forgetKeys drops the KeyLines of a connection whose keys proved wrong.
+// Its slot in keyOrder stays, emptied: deleting the entry would leave the
+// slot behind, and a later entry for the same ends would be filed twice.
 func (d *Decrypter) forgetKeys(client, broker netip.AddrPort) {
 	d.mu.Lock()
-	delete(d.keyConns, [2]netip.AddrPort{client, broker})
-	d.mu.Unlock()
+	defer d.mu.Unlock()
+	k := [2]netip.AddrPort{client, broker}
+	if _, ok := d.keyConns[k]; ok {
+		d.keyConns[k] = keyRef{}
+	}
 }
 
 func (d *Decrypter) rememberSession(id, ticket, master []byte) {
