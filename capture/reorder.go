@@ -238,7 +238,18 @@ func (a *Assembler) closeHold(c *conn, late bool) {
 	if h.sparePkts == nil {
 		h.sparePkts, h.spareBuf = pkts[:0], buf[:0]
 	}
+	// Buffers grown for one window are let go: maxHeldBytesTotal bounds
+	// what is held, not what a connection that once held much keeps.
+	if cap(h.spareBuf) > keepHoldBytes {
+		h.sparePkts, h.spareBuf = nil, nil
+	}
+	if cap(h.buf) > keepHoldBytes {
+		h.pkts, h.buf = nil, nil
+	}
 }
+
+// keepHoldBytes is the most a closed window's buffers keep for the next.
+const keepHoldBytes = 64 << 10
 
 // replay assembles a packet kept aside.
 func (a *Assembler) replay(p Packet) {

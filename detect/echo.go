@@ -184,6 +184,18 @@ func (d *Detector) sighted(x *decode.Exchange, req, seen int64) {
 	}
 	es.seen[k] = echoSeen{conn: x.Conn, req: req, seen: seen, corr: x.CorrelationID, crc: x.Batches[0].CRC}
 	es.order.Push(echoQueued{seen: seen, key: k})
+	// The same key sighted again (a request replayed) queues it again
+	// while seen keeps one entry: bound the queue too, or a capture whose
+	// times never pass the cutoff would grow it without end. A sighting
+	// still current when its entry is popped here is forgotten: the bound
+	// wins over the window.
+	for es.order.Len() > 2*maxEchoes {
+		q, _ := es.order.Front()
+		es.order.Pop()
+		if e, ok := es.seen[q.key]; ok && e.seen == q.seen && q.key != k {
+			delete(es.seen, q.key)
+		}
+	}
 }
 
 // expireEchoes forgets the first copies kept long enough.

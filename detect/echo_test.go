@@ -251,3 +251,20 @@ func TestEchoBounded(t *testing.T) {
 		t.Errorf("%d queued copies left long after the window", n)
 	}
 }
+
+// TestEchoQueueBounded: one request sighted again and again at one time (a
+// replayed request in a crafted capture, times never passing the cutoff)
+// keeps one copy and a bounded queue, not one queue entry per sighting.
+func TestEchoQueueBounded(t *testing.T) {
+	d := New(Options{Window: time.Second})
+	x := ex(conn1, 7, 1, 1.0005, 0, 0, plain(7))
+	for range 3 * maxEchoes {
+		d.sighted(x, 1, 1)
+	}
+	if n := d.echo.order.Len(); n > 2*maxEchoes {
+		t.Errorf("%d queued sightings of one request, want at most %d", n, 2*maxEchoes)
+	}
+	if n := len(d.echo.seen); n != 1 {
+		t.Errorf("%d copies remembered, want the one", n)
+	}
+}
