@@ -38,6 +38,10 @@ type direction struct {
 	// counts it.
 	buf  []byte
 	held int
+	// bufTS is the time of the packet that brought buf's first bytes;
+	// frameStart that of the frame being decoded (the SASL spans of
+	// evidence start there: a token may span segments).
+	bufTS, frameStart time.Time
 	// pos counts the bytes of this direction (delivered and known lost).
 	pos int64
 }
@@ -158,6 +162,9 @@ func (c *Conn) Data(fromA bool, data []byte, ts time.Time) bool {
 	if dir.probing {
 		dir.marks = append(dir.marks, len(dir.buf))
 		pos -= int64(len(dir.buf))
+		if len(dir.buf) == 0 {
+			dir.bufTS = ts
+		}
 		dir.buf = append(dir.buf, data...)
 		cand = dir.buf
 		if len(cand) < dir.need {
@@ -190,7 +197,7 @@ func (c *Conn) Data(fromA bool, data []byte, ts time.Time) bool {
 					c.release(dir)
 					return c.checkSniff()
 				}
-				dir.buf = append(dir.buf, data...)
+				dir.buf, dir.bufTS = append(dir.buf, data...), ts
 				dir.probing = true
 				dir.marks = dir.marks[:0]
 			} else if base > 0 {
@@ -319,6 +326,7 @@ func (c *Conn) frames(dir *direction, b []byte, pos int64, ts time.Time) {
 		if len(dir.buf) < 4+size {
 			return
 		}
+		dir.frameStart = dir.bufTS
 		c.frame(dir, dir.buf[4:], start, ts)
 		dir.buf = dir.buf[:0]
 		c.idle(dir)
@@ -334,6 +342,7 @@ func (c *Conn) frames(dir *direction, b []byte, pos int64, ts time.Time) {
 		if len(b)-4 < size {
 			break
 		}
+		dir.frameStart = ts
 		c.frame(dir, b[4:4+size], pos, ts)
 		b, pos = b[4+size:], pos+4+int64(size)
 	}
@@ -347,7 +356,7 @@ func (c *Conn) frames(dir *direction, b []byte, pos int64, ts time.Time) {
 			c.overflow(dir, len(b))
 			return
 		}
-		dir.buf = append(dir.buf, b...)
+		dir.buf, dir.bufTS = append(dir.buf, b...), ts
 	}
 }
 

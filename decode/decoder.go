@@ -208,7 +208,7 @@ type Decoder struct {
 	conns []*ConnSummary
 	// saslConns finds the connections that authenticated by their ends,
 	// listed or not (SASLSpans); saslOrder bounds them.
-	saslConns map[[2]netip.AddrPort]*ConnSummary
+	saslConns map[[2]netip.AddrPort][]*ConnSummary
 	saslOrder [][2]netip.AddrPort
 
 	// shared is the Decoder's own Shared; ssink, when the Sink is a

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net/netip"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -117,18 +116,32 @@ func (c *Conn) saslBegin(ts time.Time) {
 // one that authenticated longest ago is forgotten first.
 const maxSASLConns = 1 << 16
 
+// maxSASLReuse bounds the connections of the same ends whose spans are
+// kept (the ends reused by new connections).
+const maxSASLReuse = 4
+
 // noteSASL files sum, whose connection has begun to authenticate, by its
 // ends for SASLSpans.
 func (d *Decoder) noteSASL(sum *ConnSummary) {
 	if d.saslConns == nil {
-		d.saslConns = make(map[[2]netip.AddrPort]*ConnSummary)
+		d.saslConns = make(map[[2]netip.AddrPort][]*ConnSummary)
+	}
+	k := endsOf(sum.Info.Client, sum.Info.Broker)
+	if prev, ok := d.saslConns[k]; ok {
+		// The ends used again by a new connection: both keep their
+		// spans (a finding on the old one still needs its own cut), the
+		// key filed once in the order.
+		if len(prev) >= maxSASLReuse {
+			prev = prev[1:]
+		}
+		d.saslConns[k] = append(prev, sum)
+		return
 	}
 	if len(d.saslOrder) >= maxSASLConns {
 		delete(d.saslConns, d.saslOrder[0])
 		d.saslOrder = d.saslOrder[1:]
 	}
-	k := endsOf(sum.Info.Client, sum.Info.Broker)
-	d.saslConns[k] = sum
+	d.saslConns[k] = []*ConnSummary{sum}
 	d.saslOrder = append(d.saslOrder, k)
 }
 
@@ -137,10 +150,11 @@ func (d *Decoder) noteSASL(sum *ConnSummary) {
 // an evidence writer leaves every packet that holds a password or token
 // out; nil when it did not authenticate.
 func (d *Decoder) SASLSpans(a, b netip.AddrPort) []SASLSpan {
-	if s := d.saslConns[endsOf(a, b)]; s != nil {
-		return slices.Clone(s.SASLSpans)
+	var spans []SASLSpan
+	for _, s := range d.saslConns[endsOf(a, b)] {
+		spans = append(spans, s.SASLSpans...)
 	}
-	return nil
+	return spans
 }
 
 // endsOf is a connection's two ends in a fixed order.
@@ -304,9 +318,11 @@ func (c *Conn) saslRequest(dir *direction, h requestHeader, body []byte, pos int
 		}
 		if !s.active {
 			// The capture began after the handshake: mechanism unknown.
+			// The span starts with the frame's first bytes: the token may
+			// span segments, and none of them may reach evidence.
 			c.saslSpanEnd(ts)
 			*s = saslConn{active: true}
-			c.saslBegin(ts)
+			c.saslBegin(dir.frameStart)
 		}
 		s.last = ts
 		s.client++

@@ -410,3 +410,41 @@ func checkSASLSpans(t *testing.T, script []msg, spans []SASLSpan) {
 		}
 	}
 }
+
+// TestSASLSpanFromFirstSegment: with no SaslHandshake captured, the span
+// of an authentication starts at the packet that brought the first bytes
+// of its SaslAuthenticate frame, not the one completing it: a long token
+// (an OAUTHBEARER JWT) spans segments, and none of them may reach an
+// evidence file.
+func TestSASLSpanFromFirstSegment(t *testing.T) {
+	d := New(nil, Options{})
+	c := d.NewStream(client, broker, t0)
+	frame := authenticate(1, 1, "n,,\x01auth=Bearer "+strings.Repeat("x", 3000)+"\x01\x01").frame
+	first, second := t0.Add(time.Second), t0.Add(2*time.Second)
+	c.Data(true, frame[:1000], first)
+	c.Data(true, frame[1000:], second)
+	conns := d.Connections()
+	if len(conns) != 1 || len(conns[0].SASLSpans) != 1 {
+		t.Fatalf("connections %+v: want one with one SASL span", conns)
+	}
+	if from := conns[0].SASLSpans[0].From; !from.Equal(first) {
+		t.Errorf("the span starts at %v, want %v: the token's first segment", from, first)
+	}
+}
+
+// TestSASLSpansReusedEnds: a new connection on the ends of an old one (a
+// client port reused) keeps the old one's spans beside its own, so that
+// evidence of a finding on either leaves both authentications out.
+func TestSASLSpansReusedEnds(t *testing.T) {
+	d := New(nil, Options{})
+	old := &ConnSummary{Info: &ConnInfo{Client: client, Broker: broker}, SASLSpans: []SASLSpan{{From: t0, To: t0.Add(time.Second)}}}
+	reused := &ConnSummary{Info: &ConnInfo{Client: client, Broker: broker}, SASLSpans: []SASLSpan{{From: t0.Add(time.Hour)}}}
+	d.noteSASL(old)
+	d.noteSASL(reused)
+	if got := d.SASLSpans(broker, client); len(got) != 2 || !got[0].From.Equal(t0) || !got[1].From.Equal(t0.Add(time.Hour)) {
+		t.Errorf("spans %v: want both connections'", got)
+	}
+	if len(d.saslOrder) != 1 {
+		t.Errorf("the ends filed %d times in the order, want once", len(d.saslOrder))
+	}
+}
