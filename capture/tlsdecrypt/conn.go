@@ -102,6 +102,16 @@ type half struct {
 	scanned int
 }
 
+// outBuf is the half's plaintext buffer, made when the first protected
+// record is opened: a connection that never gets its keys (no key, mid
+// stream) costs none.
+func (h *half) outBuf() []byte {
+	if h.out == nil {
+		h.out = make([]byte, maxWire)
+	}
+	return h.out
+}
+
 func idx(fromA bool) int {
 	if fromA {
 		return 0
@@ -420,7 +430,6 @@ func (c *conn) startTLS(clientIsA bool, ts time.Time) {
 		h := &c.h[i]
 		h.fromA = i == 0
 		h.client = h.fromA == clientIsA
-		h.out = make([]byte, maxWire)
 	}
 	c.st.Client, c.st.Broker = c.a, c.b
 	if !clientIsA {
@@ -577,7 +586,7 @@ func (c *conn) record(h *half, rec []byte, ts time.Time) {
 		}
 		return
 	}
-	typ, pt, err := h.rc.open(h.out, h.seq, rec[:recordHeaderLen], body)
+	typ, pt, err := h.rc.open(h.outBuf(), h.seq, rec[:recordHeaderLen], body)
 	if err != nil {
 		c.badMAC(h, int64(len(rec)), ts)
 		return
@@ -956,7 +965,7 @@ func (c *conn) tryResync(h *half, rec []byte, ts time.Time) bool {
 	}
 	hdr, body := rec[:recordHeaderLen], rec[recordHeaderLen:]
 	for k := 0; k < c.d.opts.MaxGapRecords; k++ {
-		if typ, pt, err := h.rc.open(h.out, h.seq+uint64(k), hdr, body); err == nil {
+		if typ, pt, err := h.rc.open(h.outBuf(), h.seq+uint64(k), hdr, body); err == nil {
 			h.seq += uint64(k) + 1
 			c.plainRecord(h, typ, pt, ts, true)
 			return true
@@ -968,7 +977,7 @@ func (c *conn) tryResync(h *half, rec []byte, ts time.Time) bool {
 			return false
 		}
 		for k := 0; k < c.d.opts.MaxGapRecords; k++ {
-			if typ, pt, err := rc.open(h.out, uint64(k), hdr, body); err == nil {
+			if typ, pt, err := rc.open(h.outBuf(), uint64(k), hdr, body); err == nil {
 				h.rc, h.app, h.seq = rc, true, uint64(k)+1
 				c.plainRecord(h, typ, pt, ts, true)
 				return true
