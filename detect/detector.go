@@ -231,7 +231,8 @@ func (d *Detector) Produce(x *decode.Exchange) {
 		resp = unixNano(x.ResponseTime)
 		seen = max(seen, resp)
 	}
-	if first, ok := d.echoOf(x, req); ok {
+	first, echoKey, keyed, isEcho := d.echoOf(x, req)
+	if isEcho {
 		// A copy of a request handed over before (echo.go): no attempt.
 		d.fold(x, first)
 		if seen > d.newest {
@@ -286,7 +287,7 @@ func (d *Detector) Produce(x *decode.Exchange) {
 			d.matchRecords(o, bt, &at, seen, again)
 		}
 	}
-	d.sighted(x, req, seen)
+	d.sighted(x, req, seen, echoKey, keyed)
 	if seen > d.newest {
 		d.newest = seen
 		d.advance()

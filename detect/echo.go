@@ -109,22 +109,24 @@ func (d *Detector) Echo(x *decode.Exchange) bool {
 	if x == nil {
 		return false
 	}
-	_, ok := d.echoOf(x, unixNano(x.RequestTime))
+	_, _, _, ok := d.echoOf(x, unixNano(x.RequestTime))
 	return ok
 }
 
-// echoOf returns the first copy of x's request, if x is an echo of it.
-func (d *Detector) echoOf(x *decode.Exchange, req int64) (echoSeen, bool) {
+// echoOf returns the first copy of x's request, if x is an echo of it,
+// and x's echo key when it computed it (keyed), for sighted.
+func (d *Detector) echoOf(x *decode.Exchange, req int64) (first echoSeen, key uint64, keyed, ok bool) {
 	if d.echoWindow < 0 || x.Conn == nil || len(x.Batches) == 0 || len(d.echo.seen) == 0 {
-		return echoSeen{}, false
+		return echoSeen{}, 0, false, false
 	}
-	e, ok := d.echo.seen[d.echoKey(x)]
+	key = d.echoKey(x)
+	e, ok := d.echo.seen[key]
 	switch {
 	case !ok, e.conn == x.Conn, e.corr != x.CorrelationID, e.crc != x.Batches[0].CRC,
 		abs64(req-e.req) > d.echoWindow, reconnect(e.conn, x.Conn):
-		return echoSeen{}, false
+		return echoSeen{}, key, true, false
 	}
-	return e, true
+	return e, key, true, true
 }
 
 // reconnect reports whether b is a's client connecting anew to a's broker:
@@ -160,8 +162,9 @@ func (d *Detector) echoKey(x *decode.Exchange) uint64 {
 	return h.Sum64()
 }
 
-// sighted remembers x as the first copy of its request.
-func (d *Detector) sighted(x *decode.Exchange, req, seen int64) {
+// sighted remembers x as the first copy of its request; key is x's echo
+// key when keyed (echoOf computed it).
+func (d *Detector) sighted(x *decode.Exchange, req, seen int64, key uint64, keyed bool) {
 	if d.echoWindow < 0 || x.Conn == nil || len(x.Batches) == 0 {
 		return
 	}
@@ -169,7 +172,10 @@ func (d *Detector) sighted(x *decode.Exchange, req, seen int64) {
 	if es.seen == nil {
 		es.seen = make(map[uint64]echoSeen)
 	}
-	k := d.echoKey(x)
+	k := key
+	if !keyed {
+		k = d.echoKey(x)
+	}
 	if _, ok := es.seen[k]; !ok {
 		for len(es.seen) >= maxEchoes {
 			q, ok := es.order.Front()

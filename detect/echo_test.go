@@ -259,7 +259,7 @@ func TestEchoQueueBounded(t *testing.T) {
 	d := New(Options{Window: time.Second})
 	x := ex(conn1, 7, 1, 1.0005, 0, 0, plain(7))
 	for range 3 * maxEchoes {
-		d.sighted(x, 1, 1)
+		d.sighted(x, 1, 1, 0, false)
 	}
 	if n := d.echo.order.Len(); n > 2*maxEchoes {
 		t.Errorf("%d queued sightings of one request, want at most %d", n, 2*maxEchoes)
