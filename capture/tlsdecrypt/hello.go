@@ -1,6 +1,10 @@
 package tlsdecrypt
 
-import "strings"
+import (
+	"strings"
+
+	"golang.org/x/crypto/cryptobyte"
+)
 
 // hrrRandom is the ServerHello.random of a HelloRetryRequest (RFC 8446
 // 4.1.3): SHA-256 of "HelloRetryRequest".
@@ -27,42 +31,6 @@ const (
 	hsKeyUpdate   = 24
 )
 
-// reader is a sticky-error reader of TLS vectors: a length larger than
-// the bytes left marks it bad and yields zeros from then on.
-type reader struct {
-	b   []byte
-	bad bool
-}
-
-func (r *reader) take(n int) []byte {
-	if r.bad || n > len(r.b) {
-		r.bad = true
-		return nil
-	}
-	p := r.b[:n]
-	r.b = r.b[n:]
-	return p
-}
-
-func (r *reader) u8() int {
-	p := r.take(1)
-	if p == nil {
-		return 0
-	}
-	return int(p[0])
-}
-
-func (r *reader) u16() int {
-	p := r.take(2)
-	if p == nil {
-		return 0
-	}
-	return int(p[0])<<8 | int(p[1])
-}
-
-func (r *reader) vec8() []byte  { return r.take(r.u8()) }
-func (r *reader) vec16() []byte { return r.take(r.u16()) }
-
 // clientHello holds what the decrypter needs of a ClientHello.
 type clientHello struct {
 	random    [32]byte
@@ -74,27 +42,53 @@ type clientHello struct {
 	etm       bool
 }
 
+// extensions hands fn each extension of a hello's extension block (the
+// bytes after its fixed fields), and reports whether the block parsed.
+func extensions(s cryptobyte.String, fn func(typ uint16, body cryptobyte.String)) bool {
+	if s.Empty() {
+		return true // no extensions
+	}
+	var exts cryptobyte.String
+	if !s.ReadUint16LengthPrefixed(&exts) {
+		return false
+	}
+	for !exts.Empty() {
+		var typ uint16
+		var body cryptobyte.String
+		if !exts.ReadUint16(&typ) || !exts.ReadUint16LengthPrefixed(&body) {
+			return false
+		}
+		fn(typ, body)
+	}
+	return true
+}
+
 func parseClientHello(b []byte) (clientHello, bool) {
-	var ch clientHello
-	r := reader{b: b}
-	ch.maxVer = uint16(r.u16())
-	copy(ch.random[:], r.take(32))
-	ch.sessionID = clone(r.vec8())
-	ch.nSuites = len(r.vec16()) / 2
-	r.vec8() // compression methods
-	if r.bad {
+	var (
+		ch                        clientHello
+		s                         = cryptobyte.String(b)
+		random, sid, suites, comp cryptobyte.String
+	)
+	if !s.ReadUint16(&ch.maxVer) || !s.ReadBytes((*[]byte)(&random), 32) ||
+		!s.ReadUint8LengthPrefixed(&sid) || !s.ReadUint16LengthPrefixed(&suites) ||
+		!s.ReadUint8LengthPrefixed(&comp) {
 		return ch, false
 	}
-	ext := reader{b: r.vec16()}
-	for len(ext.b) > 0 && !ext.bad {
-		typ := ext.u16()
-		e := reader{b: ext.vec16()}
+	copy(ch.random[:], random)
+	ch.sessionID, ch.nSuites = clone(sid), len(suites)/2
+	ok := extensions(s, func(typ uint16, e cryptobyte.String) {
 		switch typ {
 		case extServerName:
-			list := reader{b: e.vec16()}
-			for len(list.b) > 0 && !list.bad {
-				kind := list.u8()
-				name := list.vec16()
+			var list cryptobyte.String
+			if !e.ReadUint16LengthPrefixed(&list) {
+				return
+			}
+			for !list.Empty() {
+				var kind uint8
+				var name cryptobyte.String
+				if !list.ReadUint8(&kind) || !list.ReadUint16LengthPrefixed(&name) {
+					return
+				}
 				if kind == 0 && ch.sni == "" {
 					ch.sni = cleanName(name)
 				}
@@ -102,17 +96,21 @@ func parseClientHello(b []byte) (clientHello, bool) {
 		case extETM:
 			ch.etm = true
 		case extSessionTicket:
-			ch.ticket = clone(e.b)
+			ch.ticket = clone(e)
 		case extVersions:
-			vs := reader{b: e.vec8()}
-			for len(vs.b) > 1 {
-				if v := uint16(vs.u16()); v > ch.maxVer && v&0x0f0f != 0x0a0a { // not GREASE
+			var vs cryptobyte.String
+			if !e.ReadUint8LengthPrefixed(&vs) {
+				return
+			}
+			var v uint16
+			for vs.ReadUint16(&v) {
+				if v > ch.maxVer && v&0x0f0f != 0x0a0a { // not GREASE
 					ch.maxVer = v
 				}
 			}
 		}
-	}
-	return ch, !ext.bad
+	})
+	return ch, ok
 }
 
 // serverHello holds what the decrypter needs of a ServerHello or
@@ -127,43 +125,42 @@ type serverHello struct {
 }
 
 func parseServerHello(b []byte) (serverHello, bool) {
-	var sh serverHello
-	r := reader{b: b}
-	sh.version = uint16(r.u16())
-	copy(sh.random[:], r.take(32))
-	sh.sessionID = clone(r.vec8())
-	sh.suite = uint16(r.u16())
-	r.u8() // compression method
-	if r.bad {
+	var (
+		sh          serverHello
+		s           = cryptobyte.String(b)
+		random, sid cryptobyte.String
+		comp        uint8
+	)
+	if !s.ReadUint16(&sh.version) || !s.ReadBytes((*[]byte)(&random), 32) ||
+		!s.ReadUint8LengthPrefixed(&sid) || !s.ReadUint16(&sh.suite) || !s.ReadUint8(&comp) {
 		return sh, false
 	}
-	if len(r.b) == 0 {
-		return sh, true // no extensions
-	}
-	ext := reader{b: r.vec16()}
-	for len(ext.b) > 0 && !ext.bad {
-		typ := ext.u16()
-		e := reader{b: ext.vec16()}
+	copy(sh.random[:], random)
+	sh.sessionID = clone(sid)
+	ok := extensions(s, func(typ uint16, e cryptobyte.String) {
 		switch typ {
 		case extETM:
 			sh.etm = true
 		case extPreSharedKey:
 			sh.psk = true
 		case extVersions:
-			if v := e.u16(); !e.bad {
-				sh.version = uint16(v)
+			var v uint16
+			if e.ReadUint16(&v) {
+				sh.version = v
 			}
 		}
-	}
-	return sh, !ext.bad
+	})
+	return sh, ok
 }
 
 // parseTicket returns the ticket of a TLS 1.2 NewSessionTicket (RFC 5077).
 func parseTicket(b []byte) []byte {
-	r := reader{b: b}
-	r.take(4) // lifetime hint
-	t := r.vec16()
-	if r.bad || len(t) == 0 {
+	var (
+		s    = cryptobyte.String(b)
+		hint uint32
+		t    cryptobyte.String
+	)
+	if !s.ReadUint32(&hint) || !s.ReadUint16LengthPrefixed(&t) || t.Empty() {
 		return nil
 	}
 	return clone(t)
