@@ -133,9 +133,7 @@ func (c *Conn) fetchResponse(dir *direction, p pending, body []byte, pos int64, 
 		for j := range fp.Batches {
 			b := &fp.Batches[j].Batch
 			b.TopicID, b.Partition = fp.TopicID, fp.Partition
-		}
-		for j := range fp.Batches {
-			if !fp.Batches[j].Corrupt {
+			if !b.Corrupt {
 				d.stats.FetchedBatches++
 			}
 		}

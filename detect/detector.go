@@ -252,6 +252,10 @@ func (d *Detector) Produce(x *decode.Exchange) {
 		d.newest = req
 		d.advance()
 	}
+	var (
+		plainOwner owner // the owner of x's batches that are not idempotent
+		plainOwned bool
+	)
 	for i := range x.Batches {
 		bt := &x.Batches[i]
 		if bt.Corrupt {
@@ -280,7 +284,11 @@ func (d *Detector) Produce(x *decode.Exchange) {
 		}
 		var o owner // of a batch filed by bytes, which record matching shares
 		if bt.ProducerID < 0 {
-			o = d.ownerOf(conn, x.ClientID, false)
+			if !plainOwned {
+				// The same for every batch of x: once per exchange.
+				plainOwner, plainOwned = d.ownerOf(conn, x.ClientID, false), true
+			}
+			o = plainOwner
 		}
 		again := d.add(conn, bt, &at, seen, o)
 		if bt.ProducerID < 0 {
