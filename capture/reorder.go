@@ -67,12 +67,10 @@ type hold struct {
 	dir      int       // of the segment that opened it
 	deadline time.Time // capture time of that direction past which it ran out
 	seen     int       // packets of the connection since it opened
-	pkts     []keptPacket
-	buf      []byte
-	// pkts and buf, when no window is open, and the spare ones are free
-	// buffers for the next window.
-	sparePkts []keptPacket
-	spareBuf  []byte
+	// pkts and buf hold the packets kept aside; when no window is open,
+	// their room serves the next one.
+	pkts []keptPacket
+	buf  []byte
 }
 
 // keptPacket is a packet kept aside: its frame is buf[off:off+n].
@@ -223,26 +221,20 @@ func (a *Assembler) closeHold(c *conn, late bool) {
 	if i := slices.Index(a.holding, c); i >= 0 {
 		a.holding = slices.Delete(a.holding, i, i+1)
 	}
-	pkts, buf := h.pkts, h.buf
-	h.pkts, h.buf = h.sparePkts[:0], h.spareBuf[:0]
-	h.sparePkts, h.spareBuf = nil, nil
 	if late {
+		// Nothing appends to h while it replays: the window is off, and
+		// none opens on c while a.replaying is set (startHold).
 		a.stats.ReorderGivenUp++
-		for _, p := range pkts {
+		for _, p := range h.pkts {
 			if !p.done {
 				a.heldBytes -= p.n
-				a.replayKept(c, buf, p)
+				a.replayKept(c, h.buf, p)
 			}
 		}
 	}
-	if h.sparePkts == nil {
-		h.sparePkts, h.spareBuf = pkts[:0], buf[:0]
-	}
+	h.pkts, h.buf = h.pkts[:0], h.buf[:0]
 	// Buffers grown for one window are let go: maxHeldBytesTotal bounds
 	// what is held, not what a connection that once held much keeps.
-	if cap(h.spareBuf) > keepHoldBytes {
-		h.sparePkts, h.spareBuf = nil, nil
-	}
 	if cap(h.buf) > keepHoldBytes {
 		h.pkts, h.buf = nil, nil
 	}
