@@ -74,10 +74,9 @@ type Source struct {
 	link  layers.LinkType
 	good  int64 // stream offset after the last whole packet
 	err   error // sticky: returned by every Next after the first error
-	// lastTS is the timestamp of the last packet returned; oversized
-	// counts the packets skipped over MaxPacketBytes.
-	lastTS    time.Time
-	oversized int64
+	// lastTS is the timestamp of the last packet returned (for a packet
+	// skipped over MaxPacketBytes with none of its own).
+	lastTS time.Time
 }
 
 // Open opens the named capture file; "-" reads standard input. Every error
@@ -238,12 +237,8 @@ func (s *Source) skipOversized() (Packet, error) {
 	if o.hasTS {
 		ts = o.ts
 	}
-	s.oversized++
 	return Packet{CI: gopacket.CaptureInfo{Timestamp: ts, Length: int(o.n)}, LinkType: s.link}, nil
 }
-
-// Oversized counts the packets over MaxPacketBytes skipped so far.
-func (s *Source) Oversized() int64 { return s.oversized }
 
 // Secrets returns the TLS key logs (NSS key log text) of the pcapng
 // Decryption Secrets Blocks read so far, in file order; SecretsDropped
