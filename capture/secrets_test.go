@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kdupcap/kdupcap/internal/testenv"
@@ -167,3 +168,27 @@ type chunked struct {
 }
 
 func (c *chunked) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c.n)]) }
+
+// TestSecretsDropped: a secrets block over MaxSecretsBytes is left unread
+// and counted, the packets after it read as usual.
+func TestSecretsDropped(t *testing.T) {
+	big := strings.Repeat("CLIENT_RANDOM aa bb\n", MaxSecretsBytes/20+1)
+	src, err := NewSource("big.pcapng", bytes.NewReader(ngWithSecrets(binary.LittleEndian, big)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Merge([]*Source{src}, MergeOptions{OnSecrets: func(string, []byte) { t.Error("a block over the bound handed out") }})
+	packets := 0
+	for {
+		if _, err := m.Next(); err != nil {
+			if err != io.EOF {
+				t.Fatal(err)
+			}
+			break
+		}
+		packets++
+	}
+	if packets != 1 || m.SecretsDropped() != 1 {
+		t.Errorf("%d packets, %d secrets blocks dropped; want 1 and 1", packets, m.SecretsDropped())
+	}
+}

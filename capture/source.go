@@ -250,6 +250,15 @@ func (s *Source) Secrets() [][]byte { return s.tap.kept }
 // MaxSecretsBytes.
 func (s *Source) SecretsDropped() int { return s.tap.drops }
 
+// SecretsDropped sums the sources' Source.SecretsDropped.
+func (m *Merged) SecretsDropped() int {
+	n := 0
+	for _, s := range m.srcs {
+		n += s.SecretsDropped()
+	}
+	return n
+}
+
 // newSecrets returns the key logs found since its last call.
 func (s *Source) newSecrets() [][]byte {
 	if s.tap.pulled == len(s.tap.kept) {

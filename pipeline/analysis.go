@@ -21,6 +21,9 @@ type Analysis struct {
 	tls     *tlsLayer
 	in      Inputs
 	stopped bool // Read ended by Inputs.Stop
+	// secretsDropped counts the pcapng secrets blocks over
+	// capture.MaxSecretsBytes, left unread.
+	secretsDropped int
 }
 
 // NewAnalysis returns an Analysis with o; o.Check must have passed.
@@ -87,6 +90,7 @@ func (a *Analysis) Read(in Inputs, onRead func(inputBytes int64)) []error {
 		rerrs, stopped = eachPacket(m, onRead, in.Stop, a.single.add)
 	}
 	a.stopped = stopped
+	a.secretsDropped = m.SecretsDropped()
 	return append(errs, rerrs...)
 }
 
@@ -146,5 +150,6 @@ func (a *Analysis) Summary(inputErrs []string) report.Summary {
 	s := buildSummary(a.in.Files, inputErrs, cs, ds, conns, ts)
 	s.ProducerExchangesOmitted = a.prof.Omitted()
 	s.TLS = a.tls.summary()
+	s.Dropped.SecretsBlocks = int64(a.secretsDropped)
 	return s
 }

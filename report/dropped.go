@@ -19,6 +19,9 @@ type Dropped struct {
 	BufferDrops int64
 	// ReorderGivenUp reorder windows ran out: the holes were taken as lost.
 	ReorderGivenUp int64
+	// SecretsBlocks pcapng Decryption Secrets Blocks were over the bound on
+	// key log bytes kept, left unread: their connections may show no key.
+	SecretsBlocks int64
 }
 
 // lines is one "name: what" row per non-zero count, for the table.
@@ -36,6 +39,9 @@ func (d Dropped) lines() [][]string {
 	if d.BufferDrops > 0 {
 		out = append(out, []string{"frame buffer bound", fmt.Sprintf("reached: %s dropped (their directions resynced)", plural(d.BufferDrops, "partial frame"))})
 	}
+	if d.SecretsBlocks > 0 {
+		out = append(out, []string{"secrets blocks", fmt.Sprintf("%s over the bound on key log bytes, left unread: their TLS connections may show no key", plural(d.SecretsBlocks, "pcapng secrets block"))})
+	}
 	if d.ReorderGivenUp > 0 {
 		out = append(out, []string{"reorder window", fmt.Sprintf("ran out %s: those holes taken as lost", plural(d.ReorderGivenUp, "time"))})
 	}
@@ -50,6 +56,7 @@ type jsonDropped struct {
 	DecompressSkipped int64 `json:"decompress_skipped,omitempty"`
 	BufferDrops       int64 `json:"buffer_drops,omitempty"`
 	ReorderGivenUp    int64 `json:"reorder_given_up,omitempty"`
+	SecretsBlocks     int64 `json:"secrets_blocks_dropped,omitempty"`
 }
 
 // toJSONDropped is d as the summary's "dropped" object, nil when all zero.
@@ -59,5 +66,5 @@ func toJSONDropped(d Dropped) *jsonDropped {
 	}
 	return &jsonDropped{OversizedPackets: d.OversizedPackets, OversizedBytes: d.OversizedBytes,
 		CorruptBatches: d.CorruptBatches, DecompressSkipped: d.DecompressSkipped,
-		BufferDrops: d.BufferDrops, ReorderGivenUp: d.ReorderGivenUp}
+		BufferDrops: d.BufferDrops, ReorderGivenUp: d.ReorderGivenUp, SecretsBlocks: d.SecretsBlocks}
 }
