@@ -242,6 +242,15 @@ func (m *Merged) InputBytes() int64 {
 	return n
 }
 
+// CaptureBytes is the sum of the sources' Source.CaptureBytes.
+func (m *Merged) CaptureBytes() int64 {
+	var n int64
+	for _, s := range m.srcs {
+		n += s.CaptureBytes()
+	}
+	return n
+}
+
 // Close closes every source and returns the first error.
 func (m *Merged) Close() error {
 	var first error

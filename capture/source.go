@@ -291,6 +291,12 @@ func (s *Source) Close() error {
 // more; it is not an offset for errors: InputError.Offset is.
 func (s *Source) InputBytes() int64 { return s.in.n.Load() }
 
+// CaptureBytes is how many bytes of the capture stream, decompressed, the
+// Source has read so far (InputBytes for a file not compressed): what a
+// bound on the capture read counts, since a small compressed file may
+// expand without end. Safe to call from another goroutine.
+func (s *Source) CaptureBytes() int64 { return s.cnt.n.Load() }
+
 // readAhead starts decompressing ahead of the packets read, on another
 // goroutine, with buffers from pool (given back there at the end), and
 // reports whether the Source does so (only a compressed one does, until it

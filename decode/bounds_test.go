@@ -99,7 +99,7 @@ func TestClientIDsBeyondBound(t *testing.T) {
 }
 
 // TestArrayCountAmplification checks that a produce request or response
-// announcing far more topics than its bytes can hold as real topics is
+// announcing far more topics or partitions than its bytes can hold is
 // refused before kmsg allocates an element per announced topic (tens of
 // bytes each for one or two bytes of frame).
 func TestArrayCountAmplification(t *testing.T) {
@@ -130,6 +130,35 @@ func TestArrayCountAmplification(t *testing.T) {
 		binary.BigEndian.PutUint32(h, uint32(len(h)-4))
 		return h
 	}
+	// One topic announcing as many partitions as fit at one byte each
+	// (kmsg's own check), each at least 6 or 8 on the wire.
+	partsReq := func(v int16) []byte {
+		h := []byte{0, 0, 0, 0, 0, 0, 0, byte(v), 0, 0, 0, 1, 0, 1, 'c'}
+		if v >= 9 {
+			h = append(h, 0, 0, 0, 1, 0, 0, 0x75, 0x30)
+			h = uvar(h, 2)        // one topic
+			h = append(h, 2, 't') // compact name
+			h = uvar(h, body/2+1) // partitions
+		} else {
+			h = append(h, 0xff, 0xff, 0, 1, 0, 0, 0x75, 0x30)
+			h = binary.BigEndian.AppendUint32(h, 1)
+			h = append(h, 0, 1, 't')
+			h = binary.BigEndian.AppendUint32(h, body/2)
+		}
+		h = append(h, make([]byte, body)...)
+		binary.BigEndian.PutUint32(h, uint32(len(h)-4))
+		return h
+	}
+	partsResp := func(corr int32) []byte {
+		h := binary.BigEndian.AppendUint32(make([]byte, 4), uint32(corr))
+		h = append(h, 0)      // response header tags
+		h = uvar(h, 2)        // one topic
+		h = append(h, 2, 't') // compact name
+		h = uvar(h, body/2+1) // partitions
+		h = append(h, make([]byte, body)...)
+		binary.BigEndian.PutUint32(h, uint32(len(h)-4))
+		return h
+	}
 	req := requestFrame(produceRequest(9, 1, part{"t", 0, recordBatch(1, 0, 0, 1, "r")}), 7, "c")
 	tests := []struct {
 		name   string
@@ -138,6 +167,9 @@ func TestArrayCountAmplification(t *testing.T) {
 		{"request v9", []msg{{fromClient: true, frame: hostileReq(9)}}},
 		{"request v3", []msg{{fromClient: true, frame: hostileReq(3)}}},
 		{"response v9", []msg{{fromClient: true, frame: req}, {fromClient: false, frame: hostileResp(7)}}},
+		{"request v9 partitions", []msg{{fromClient: true, frame: partsReq(9)}}},
+		{"request v3 partitions", []msg{{fromClient: true, frame: partsReq(3)}}},
+		{"response v9 partitions", []msg{{fromClient: true, frame: req}, {fromClient: false, frame: partsResp(7)}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestBufferedFrameBound: 2,000 connections each holding 1 MB of a 50 MB
+// TestBufferedFrameBound: 2,000 connections each holding 1 MB of a 10 MB
 // produce request that never ends hold no more than
 // Options.MaxBufferedFrameBytes over all; the connections beyond it drop
 // their partial frame (counted) and resync. Once connections close, their
@@ -21,7 +21,7 @@ func TestBufferedFrameBound(t *testing.T) {
 	head := produceFrame(9, []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0})
 	first := make([]byte, segment)
 	copy(first, head)
-	binary.BigEndian.PutUint32(first, 50_000_000)
+	binary.BigEndian.PutUint32(first, 10_000_000) // held whole: under MaxHeldFrameBytes
 	rest := make([]byte, segment)
 
 	var s sink

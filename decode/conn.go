@@ -44,6 +44,9 @@ type direction struct {
 	bufTS, frameStart time.Time
 	// pos counts the bytes of this direction (delivered and known lost).
 	pos int64
+	// skip is what is still to come of a frame over
+	// Options.MaxHeldFrameBytes, passed over as it arrives (oversized.go).
+	skip int64
 }
 
 // Conn decodes one TCP connection. It satisfies capture.Stream.
@@ -297,6 +300,9 @@ func (c *Conn) checkSniff() bool {
 // position pos, into frames and decodes them. Whole frames are decoded in
 // place; only a frame's start whose end is still to come is copied.
 func (c *Conn) frames(dir *direction, b []byte, pos int64, ts time.Time) {
+	if b, pos = c.pass(dir, b, pos); dir.skip > 0 {
+		return
+	}
 	// Finish the frame started in an earlier call.
 	if len(dir.buf) > 0 {
 		start := pos - int64(len(dir.buf))
@@ -316,22 +322,41 @@ func (c *Conn) frames(dir *direction, b []byte, pos int64, ts time.Time) {
 			}
 		}
 		size := int(binary.BigEndian.Uint32(dir.buf))
-		n := min(4+size-len(dir.buf), len(b))
-		if !c.grow(dir, n, 4+size) {
-			c.overflow(dir, len(b))
-			return
-		}
-		dir.buf = append(dir.buf, b[:n]...)
-		b, pos = b[n:], pos+int64(n)
-		if len(dir.buf) < 4+size {
-			return
-		}
-		dir.frameStart = dir.bufTS
-		c.frame(dir, dir.buf[4:], start, ts)
-		dir.buf = dir.buf[:0]
-		c.idle(dir)
-		if !dir.synced {
-			return
+		if c.tooLarge(size) {
+			n := min(oversizedHead-len(dir.buf), len(b))
+			if !c.grow(dir, n, oversizedHead) {
+				c.overflow(dir, len(b))
+				return
+			}
+			dir.buf = append(dir.buf, b[:n]...)
+			b, pos = b[n:], pos+int64(n)
+			if len(dir.buf) < oversizedHead {
+				return
+			}
+			c.oversized(dir, dir.buf)
+			dir.buf = dir.buf[:0]
+			c.idle(dir)
+			if b, pos = c.pass(dir, b, pos); dir.skip > 0 {
+				return
+			}
+		} else {
+			n := min(4+size-len(dir.buf), len(b))
+			if !c.grow(dir, n, 4+size) {
+				c.overflow(dir, len(b))
+				return
+			}
+			dir.buf = append(dir.buf, b[:n]...)
+			b, pos = b[n:], pos+int64(n)
+			if len(dir.buf) < 4+size {
+				return
+			}
+			dir.frameStart = dir.bufTS
+			c.frame(dir, dir.buf[4:], start, ts)
+			dir.buf = dir.buf[:0]
+			c.idle(dir)
+			if !dir.synced {
+				return
+			}
 		}
 	}
 	for len(b) >= 4 {
@@ -339,6 +364,14 @@ func (c *Conn) frames(dir *direction, b []byte, pos int64, ts time.Time) {
 			return
 		}
 		size := int(binary.BigEndian.Uint32(b))
+		if c.tooLarge(size) {
+			if len(b) < oversizedHead {
+				break
+			}
+			c.oversized(dir, b[:oversizedHead])
+			b, pos = c.pass(dir, b[oversizedHead:], pos+oversizedHead)
+			continue
+		}
 		if len(b)-4 < size {
 			break
 		}
@@ -350,6 +383,9 @@ func (c *Conn) frames(dir *direction, b []byte, pos int64, ts time.Time) {
 		want := 0
 		if len(b) >= 4 {
 			want = 4 + int(binary.BigEndian.Uint32(b)) // checked above
+			if c.tooLarge(want - 4) {
+				want = oversizedHead
+			}
 		}
 		dir.buf = dir.buf[:0]
 		if !c.grow(dir, len(b), want) {
@@ -382,6 +418,7 @@ func (c *Conn) checkSize(dir *direction, b []byte, pos int64) bool {
 // unsync drops what dir buffered; it resyncs at a later Data call.
 func (c *Conn) unsync(dir *direction) {
 	dir.synced, dir.probing, dir.lost = false, false, true
+	dir.skip = 0
 	c.d.stats.DroppedBytes += int64(len(dir.buf))
 	dir.buf = dir.buf[:0]
 	c.idle(dir)

@@ -16,10 +16,14 @@ const (
 	DefaultPort          = 9092
 	DefaultMaxFrameBytes = 100 << 20
 	DefaultMaxPending    = 1024
+	// DefaultMaxHeldFrameBytes bounds a frame decoded whole
+	// (Options.MaxHeldFrameBytes): 16 times a producer's default
+	// max.request.size and a consumer's default max.partition.fetch.bytes.
+	DefaultMaxHeldFrameBytes = 16 << 20
 	// DefaultMaxBufferedFrameBytes bounds the partial frames held over all
-	// connections (Options.MaxBufferedFrameBytes): room for one frame of
-	// DefaultMaxFrameBytes and others in flight.
-	DefaultMaxBufferedFrameBytes = 128 << 20
+	// connections (Options.MaxBufferedFrameBytes): room for four frames of
+	// DefaultMaxHeldFrameBytes in flight at once.
+	DefaultMaxBufferedFrameBytes = 64 << 20
 )
 
 // Sniffing bounds: a connection on a port that is not a Kafka port is given
@@ -62,8 +66,15 @@ type Options struct {
 	// Kafka request frames.
 	Sniff bool
 	// MaxFrameBytes bounds a frame's size field; a larger (or negative)
-	// size is malformed and never allocated. Zero means 100 MiB.
+	// size is malformed and never allocated. Zero means 100 MiB (the
+	// broker's socket.request.max.bytes).
 	MaxFrameBytes int32
+	// MaxHeldFrameBytes bounds the frames decoded whole. A larger frame
+	// (up to MaxFrameBytes) is never held: its header is read for the
+	// correlation ID, so that its response stays matched, and the rest is
+	// passed over as it arrives, counted in Stats.OversizedFrames; a
+	// re-send inside it is not seen. Zero means DefaultMaxHeldFrameBytes.
+	MaxHeldFrameBytes int32
 	// MaxPending bounds the requests awaiting a response per connection;
 	// the oldest is evicted beyond it. Zero means 1024.
 	MaxPending int
@@ -109,7 +120,7 @@ type Options struct {
 	// whose partial frame would grow beyond it drops that frame, and its
 	// direction resyncs at a later segment, as after a Gap (counted in
 	// Stats.BufferDrops). Zero means DefaultMaxBufferedFrameBytes; it should
-	// not be less than MaxFrameBytes, or frames that large are always
+	// not be less than MaxHeldFrameBytes, or frames that large are always
 	// dropped.
 	MaxBufferedFrameBytes int64
 }
@@ -136,6 +147,11 @@ type Stats struct {
 	// kept) and were fingerprinted at once instead.
 	RecordPrints int64
 	PrintedEager int64
+	// PrintsCut counts the batches fingerprinted only up to
+	// MaxBatchPrints records; PrintsSkipped those not fingerprinted
+	// because the prints made at once that pending exchanges held were at
+	// their bound (64 MiB).
+	PrintsCut, PrintsSkipped int64
 	// With Options.Records or RecordPrints only: batches whose records could not be
 	// decompressed or parsed (the batch is kept, with the records read
 	// before the error), and batches that decompressed to more than
@@ -157,6 +173,10 @@ type Stats struct {
 	// (their direction resyncs, as after a Gap; the bytes are also in
 	// DroppedBytes).
 	BufferDrops int64
+	// OversizedFrames counts the frames over Options.MaxHeldFrameBytes,
+	// passed over unread but for their header (OversizedProduce of them
+	// ProduceRequests); OversizedBytes their bytes.
+	OversizedFrames, OversizedProduce, OversizedBytes int64
 	// Only when the Sink is a FetchSink: FetchResponses decoded and the
 	// whole record batches they held.
 	FetchResponses int64
@@ -256,6 +276,10 @@ func New(sink Sink, opts Options) *Decoder {
 	if opts.MaxFrameBytes <= 0 {
 		opts.MaxFrameBytes = DefaultMaxFrameBytes
 	}
+	if opts.MaxHeldFrameBytes <= 0 {
+		opts.MaxHeldFrameBytes = DefaultMaxHeldFrameBytes
+	}
+	opts.MaxHeldFrameBytes = min(opts.MaxHeldFrameBytes, opts.MaxFrameBytes)
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = DefaultMaxPending
 	}

@@ -43,7 +43,10 @@
 // # Bad input and bounds
 //
 // Nothing from the wire is trusted. A frame size that is negative or over
-// Options.MaxFrameBytes is malformed and never allocated; the direction then
+// Options.MaxFrameBytes is malformed and never allocated; a frame over
+// Options.MaxHeldFrameBytes is valid but never held: its header keeps its
+// response matched, the rest is passed over as it arrives (counted in
+// Stats.OversizedFrames). After a malformed size the direction
 // resyncs, as after a Gap, at a later segment start holding a plausible
 // request header or an awaited response. A frame that does not parse is
 // counted as malformed and skipped, its message and byte position kept for
@@ -65,12 +68,15 @@
 //   - conn.go: Conn, the capture.Stream of one connection: sides, sync,
 //     framing.
 //   - buffer.go: the partial frames of all connections, bounded together.
+//   - oversized.go: frames over MaxHeldFrameBytes, passed over unheld.
 //   - frame.go: request headers and the probes that find a frame start.
 //   - message.go: the API keys decode reads; requests and responses dispatched.
 //   - pending.go: the requests awaiting a response, bounded by MaxPending.
 //   - exchange.go: ConnInfo, Exchange, NoResponse, Batch, PartitionResponse,
 //     Sink.
 //   - produce.go: Produce v0-v13 requests and responses.
+//   - plausible.go: produce requests and responses walked before kmsg
+//     reads them, so that no array count amplifies what it allocates.
 //   - batch.go: record batch and message set headers; their CRCs and
 //     fingerprints.
 //   - records.go: Record and RecordHeader, the first records of a batch read.

@@ -145,6 +145,7 @@ type Batch struct {
 	printed  bool
 	detached bool // see Detach
 	kept     bool // see KeepPrints
+	eager    bool // prints made at once, counted in rawPool.eager
 
 	// Response is the broker's answer for this partition; nil when the
 	// exchange has no response or the response did not name the partition.

@@ -209,9 +209,9 @@ func FuzzProduceRequest(f *testing.F) {
 			}
 			return
 		}
-		if perr := plausibleTopics(produceRequestTopics(body, v)); perr != nil {
-			// More topics than real ones would fit: refused before kmsg
-			// allocates them, though kmsg takes empty topics.
+		if perr := plausibleProduceRequest(body, v); perr != nil {
+			// More topics or partitions than real ones would fit: refused
+			// before kmsg allocates them, though kmsg takes empty ones.
 			if len(xs) != 0 {
 				t.Fatalf("topics count refused (%v) but decode made %d exchanges", perr, len(xs))
 			}
@@ -230,7 +230,7 @@ func FuzzProduceRequest(f *testing.F) {
 		if !reflect.DeepEqual(r1, r2) {
 			t.Fatalf("re-encoded body parses differently:\n%+v\n%+v", r1, r2)
 		}
-		if plausibleTopics(produceRequestTopics(enc, v)) != nil {
+		if plausibleProduceRequest(enc, v) != nil {
 			// The topics count is judged against the bytes left, and
 			// re-encoding drops trailing bytes kmsg ignored.
 			return

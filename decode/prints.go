@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"errors"
 	"math/bits"
 	"slices"
 )
@@ -17,6 +18,16 @@ import (
 // bytes kept at once are bounded by maxRawHeld, beyond which a batch is
 // fingerprinted at once instead (counted in Stats.PrintedEager).
 
+// MaxBatchPrints bounds the records of one batch fingerprinted: a batch of
+// more (real batches of 1 MB hold some thousands; 16 MiB of 4-byte
+// records would be 4 million prints, 64 MB kept until the exchange ends)
+// is matched by its first MaxBatchPrints, the rest counted in
+// Stats.PrintsCut.
+const MaxBatchPrints = 1 << 16
+
+// errPrintsCut ends a batch's prints at MaxBatchPrints.
+var errPrintsCut = errors.New("record prints cut at the bound per batch")
+
 const (
 	// maxRawHeld bounds the batch bytes kept at once over all
 	// connections: the produce requests in flight.
@@ -29,10 +40,17 @@ const (
 	maxRawFree = 64
 )
 
-// rawPool holds free buffers by size class and counts the bytes held.
+// maxEagerPrints bounds the prints made at once (when the bytes could not
+// be kept) held over all pending exchanges: 16 bytes each, 64 MiB. Beyond
+// it a batch is not fingerprinted (counted in Stats.PrintsSkipped).
+const maxEagerPrints = 4 << 20
+
+// rawPool holds free buffers by size class and counts the bytes held, and
+// the prints made at once that pending exchanges hold.
 type rawPool struct {
-	free [maxRawClass + 1][][]byte
-	held int
+	free  [maxRawClass + 1][][]byte
+	held  int
+	eager int
 }
 
 // Why a Sink calls back into decode. RecordPrints is the one method by
@@ -106,8 +124,14 @@ func (b *Batch) RecordPrints() []RecordPrint {
 func (d *Decoder) keepRaw(batch *Batch, raw []byte) {
 	class := max(bits.Len(uint(len(raw)-1)), minRawClass)
 	if class > maxRawClass || d.raw.held+len(raw) > maxRawHeld {
-		batch.prints = d.pr.printsOf(batch, raw, nil)
 		batch.printed = true
+		if d.raw.eager >= maxEagerPrints {
+			d.stats.PrintsSkipped++
+			return
+		}
+		batch.prints = d.pr.printsOf(batch, raw, nil)
+		batch.eager = true
+		d.raw.eager += len(batch.prints)
 		d.stats.PrintedEager++
 		return
 	}
@@ -128,6 +152,10 @@ func (d *Decoder) keepRaw(batch *Batch, raw []byte) {
 func (d *Decoder) releaseRaw(x *Exchange) {
 	for i := range x.Batches {
 		b := &x.Batches[i]
+		if b.eager {
+			d.raw.eager -= len(b.prints)
+			b.eager = false
+		}
 		buf := b.raw
 		if buf == nil || b.detached {
 			continue
@@ -161,7 +189,10 @@ func (p *Printer) printsOf(batch *Batch, raw []byte, dst []RecordPrint) []Record
 		err = p.walkLegacy(&w, raw[:batch.Length], true)
 		dst = w.pr
 	}
-	if err != nil && !truncated && err != errBudget {
+	switch {
+	case err == errPrintsCut || batch.Magic < 2 && len(dst) >= MaxBatchPrints:
+		p.stats.PrintsCut++
+	case err != nil && !truncated && err != errBudget:
 		p.stats.RecordErrors++
 	}
 	p.stats.RecordPrints += int64(len(dst))

@@ -175,3 +175,28 @@ func TestKeepPrints(t *testing.T) {
 		t.Errorf("kept prints %v, want %v", got, want)
 	}
 }
+
+// TestRecordPrintsBound: a batch of more than MaxBatchPrints records is
+// fingerprinted up to the bound, in order, and counted as cut, for every
+// codec; one at the bound is not cut.
+func TestRecordPrintsBound(t *testing.T) {
+	for codec := int16(0); codec <= 4; codec++ {
+		for _, n := range []int{MaxBatchPrints, MaxBatchPrints + 100} {
+			t.Run(fmt.Sprint("codec ", codec, " records ", n), func(t *testing.T) {
+				d := New(nil, Options{RecordPrints: true})
+				p := printsOfBatch(t, d, compressedBatch(codec, int32(n), compressed(t, codec, stampedRecords(n, 1, -1))))
+				want := wantPrints(min(n, MaxBatchPrints), -1)
+				if !slices.Equal(p, want) {
+					t.Fatalf("%d prints, want the first %d", len(p), len(want))
+				}
+				wantCut := int64(0)
+				if n > MaxBatchPrints {
+					wantCut = 1
+				}
+				if st := d.Stats(); st.PrintsCut != wantCut || st.RecordErrors != 0 {
+					t.Errorf("prints cut %d, record errors %d; want %d, 0", st.PrintsCut, st.RecordErrors, wantCut)
+				}
+			})
+		}
+	}
+}

@@ -1,11 +1,9 @@
 package decode
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -29,7 +27,7 @@ func (c *Conn) produceRequest(dir *direction, h requestHeader, clientID *string,
 	req := &d.preq
 	req.Version = h.version
 	defer d.release()
-	err := plausibleTopics(produceRequestTopics(body, h.version))
+	err := plausibleProduceRequest(body, h.version)
 	if err == nil {
 		err = req.UnsafeReadFrom(body)
 	}
@@ -101,7 +99,7 @@ func (c *Conn) produceResponse(dir *direction, p pending, body []byte, pos int64
 	resp := &d.presp
 	resp.Version = p.version
 	defer d.release()
-	err := plausibleTopics(produceResponseTopics(body, p.version))
+	err := plausibleProduceResponse(body, p.version)
 	if err == nil {
 		err = resp.UnsafeReadFrom(body)
 	}
@@ -165,81 +163,6 @@ func attach(batches []Batch, next int, version int16, topic string, id [16]byte,
 		}
 	}
 	return next
-}
-
-// kmsg refuses an array count only when the bytes left cannot hold one or
-// two bytes per element, and allocates every element first: a topics count
-// of half the frame's bytes costs some 32 bytes of memory per frame byte.
-// The topics count of a produce request or response is checked first
-// against the smallest topic a client or broker sends (a name or ID and one
-// partition); partitions cost at most a few bytes of memory per byte.
-
-// Smallest topic of a produce request and response on the wire, by version
-// range: before v9, v9 to v12 (flexible), v13 (topic ID).
-var (
-	minRequestTopic  = [3]int64{15, 10, 24}
-	minResponseTopic = [3]int64{21, 17, 32}
-)
-
-// topicsCount is an announced topics count and the bytes left to hold them.
-type topicsCount struct {
-	n, left, min int64
-}
-
-func versionRange(v int16) int {
-	switch {
-	case v >= 13:
-		return 2
-	case v >= 9:
-		return 1
-	}
-	return 0
-}
-
-// readCount reads an array length, compact when flexible.
-func readCount(r *kbin.Reader, flexible bool) int64 {
-	if flexible {
-		return int64(r.Uvarint()) - 1
-	}
-	return int64(r.Int32())
-}
-
-// produceRequestTopics reads the topics count of a produce request body.
-func produceRequestTopics(b []byte, v int16) topicsCount {
-	r := kbin.Reader{Src: b}
-	flexible := v >= 9
-	if v >= 3 {
-		if flexible {
-			r.UnsafeCompactNullableString()
-		} else {
-			r.UnsafeNullableString()
-		}
-	}
-	r.Int16() // acks
-	r.Int32() // timeout
-	n := readCount(&r, flexible)
-	if !r.Ok() {
-		return topicsCount{} // kmsg says what is wrong
-	}
-	return topicsCount{n, int64(len(r.Src)), minRequestTopic[versionRange(v)]}
-}
-
-// produceResponseTopics reads the topics count of a produce response body.
-func produceResponseTopics(b []byte, v int16) topicsCount {
-	r := kbin.Reader{Src: b}
-	n := readCount(&r, v >= 9)
-	if !r.Ok() {
-		return topicsCount{}
-	}
-	return topicsCount{n, int64(len(r.Src)), minResponseTopic[versionRange(v)]}
-}
-
-// plausibleTopics refuses a topics count the bytes left cannot hold.
-func plausibleTopics(c topicsCount) error {
-	if c.n > 0 && c.n*c.min > c.left {
-		return fmt.Errorf("%d topics announced in %d bytes", c.n, c.left)
-	}
-	return nil
 }
 
 // release drops the room kmsg kept for the topics of a large message the

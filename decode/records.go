@@ -124,6 +124,9 @@ func (p *Printer) recordsSection(batch *Batch, b []byte) (section []byte, trunca
 func appendPrints(dst []RecordPrint, section []byte) ([]RecordPrint, error) {
 	r := kbin.Reader{Src: section}
 	for idx := int32(0); len(r.Src) > 0; idx++ {
+		if idx >= MaxBatchPrints {
+			return dst, errPrintsCut
+		}
 		length := r.Varint()
 		if !r.Ok() || length < 0 || int(length) > len(r.Src) {
 			return dst, fmt.Errorf("record %d length %d of %d bytes left", idx, length, len(r.Src))
@@ -209,7 +212,9 @@ type legacyWalk struct {
 	pr     []RecordPrint
 }
 
-func (w *legacyWalk) more() bool { return len(w.recs) < w.want || w.prints }
+func (w *legacyWalk) more() bool {
+	return len(w.recs) < w.want || w.prints && len(w.pr) < MaxBatchPrints
+}
 
 // walkLegacy walks the legacy messages in b into w; outer allows one level
 // of compressed wrapper.

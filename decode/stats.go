@@ -20,12 +20,17 @@ func (s *Stats) Add(o Stats) {
 	s.DroppedBytes += o.DroppedBytes
 	s.RecordPrints += o.RecordPrints
 	s.PrintedEager += o.PrintedEager
+	s.PrintsCut += o.PrintsCut
+	s.PrintsSkipped += o.PrintsSkipped
 	s.RecordErrors += o.RecordErrors
 	s.DecompressTruncated += o.DecompressTruncated
 	s.DecompressedBytes += o.DecompressedBytes
 	s.DecompressSkipped += o.DecompressSkipped
 	s.CorruptBatches += o.CorruptBatches
 	s.BufferDrops += o.BufferDrops
+	s.OversizedFrames += o.OversizedFrames
+	s.OversizedProduce += o.OversizedProduce
+	s.OversizedBytes += o.OversizedBytes
 	s.FetchResponses += o.FetchResponses
 	s.FetchedBatches += o.FetchedBatches
 	s.SASLAuthentications += o.SASLAuthentications

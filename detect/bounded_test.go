@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -183,5 +184,37 @@ func TestStreamingMemoryBound(t *testing.T) {
 	t.Logf("KeepFindings: heap in use grew %d B over the second half (%d findings)", kept, findings)
 	if kept < findings*perFinding {
 		t.Errorf("with KeepFindings heap in use grew %d B for %d findings: the measure misses them", kept, findings)
+	}
+}
+
+// TestTopicsBound: batches each to a new topic are counted one by one up
+// to MaxTopics topics, the rest together under OtherTopics; no batch goes
+// uncounted, and a finding on a topic beyond the bound counts there too.
+func TestTopicsBound(t *testing.T) {
+	const extra = 100
+	d := New(Options{})
+	for i := range MaxTopics + extra {
+		b := plain(uint32(i))
+		b.Topic = fmt.Sprintf("topic-%06d", i)
+		d.Produce(ex(conn1, int32(i), float64(i), float64(i)+0.5, 0, int64(i), b))
+	}
+	last := plain(uint32(MaxTopics + extra - 1))
+	last.Topic = fmt.Sprintf("topic-%06d", MaxTopics+extra-1)
+	d.Produce(ex(conn1, MaxTopics+extra, MaxTopics+extra, MaxTopics+extra+0.5, 0, MaxTopics+extra, last))
+	d.Flush()
+	st := d.Stats()
+	if len(st.Topics) != MaxTopics+1 || st.TopicsOverflow != extra+1 {
+		t.Fatalf("%d topics, overflow %d; want %d, %d", len(st.Topics), st.TopicsOverflow, MaxTopics+1, extra+1)
+	}
+	var batches, findings int64
+	for _, tc := range st.Topics {
+		batches += tc.Batches
+		findings += tc.Findings
+		if tc.Topic == OtherTopics && (tc.Batches != extra+1 || tc.Findings != 1) {
+			t.Errorf("%s: %d batches, %d findings; want %d, 1", OtherTopics, tc.Batches, tc.Findings, extra+1)
+		}
+	}
+	if batches != st.Batches || findings != st.Findings || st.Findings != 1 {
+		t.Errorf("topics count %d batches and %d findings, the detector %d and %d", batches, findings, st.Batches, st.Findings)
 	}
 }

@@ -51,9 +51,23 @@ type Stats struct {
 	EchoLegs []EchoLeg
 	// Remembered is the number of batches remembered now.
 	Remembered int
-	// Topics holds the per-topic counts, sorted by Topic.
-	Topics []TopicStats
+	// Topics holds the per-topic counts, sorted by Topic; beyond
+	// MaxTopics distinct topics, the counts of every further one are
+	// summed in one entry named OtherTopics, and TopicsOverflow counts
+	// the batches it took.
+	Topics         []TopicStats
+	TopicsOverflow int64
 }
+
+// MaxTopics bounds the topics a Detector counts one by one, so that a
+// capture of batches each to a new topic (junk, or an attack) costs
+// bounded memory: a cluster has that many topics at most in a capture
+// worth reading.
+const MaxTopics = 10000
+
+// OtherTopics is the Topic of the entry summing the topics beyond
+// MaxTopics.
+const OtherTopics = "(other topics)"
 
 // TopicStats counts one topic.
 type TopicStats struct {
@@ -119,6 +133,9 @@ func (d *Detector) countBatch(bt *decode.Batch) {
 	d.stats.Batches++
 	d.stats.Records += int64(bt.NumRecords)
 	t := d.topic(bt.Topic, bt.TopicID)
+	if t.Topic == OtherTopics {
+		d.stats.TopicsOverflow++
+	}
 	t.Batches++
 	t.Records += int64(bt.NumRecords)
 }
@@ -130,6 +147,14 @@ func (d *Detector) topic(name string, id [16]byte) *TopicStats {
 		k.name = ""
 	}
 	t := d.topics[k]
+	if t == nil && len(d.topics) >= MaxTopics {
+		k = topicKey{name: OtherTopics}
+		if t = d.topics[k]; t == nil {
+			t = &TopicStats{Topic: OtherTopics}
+			d.topics[k] = t
+		}
+		return t
+	}
 	if t == nil {
 		t = &TopicStats{Topic: name, TopicID: id}
 		if name == "" && id != ([16]byte{}) {

@@ -20,7 +20,8 @@ type Analysis struct {
 	prof    *profile.Profiler
 	tls     *tlsLayer
 	in      Inputs
-	stopped bool // Read ended by Inputs.Stop
+	end     readEnd // why Read ended
+	limit   int64   // the capture bytes read when Inputs.MaxBytes ended it
 	// secretsDropped counts the pcapng secrets blocks over
 	// capture.MaxSecretsBytes, left unread.
 	secretsDropped int
@@ -36,8 +37,9 @@ func NewAnalysis(o Options) *Analysis {
 			o.Observe(x)
 		}
 	}
-	st := stages{det: o.detectOptions(), dec: o.decodeOptions(), asm: o.assemblerOptions(), observe: observe, wrap: a.tls.wrap}
-	if n := o.workers(); n > 1 {
+	n := o.workers()
+	st := stages{det: o.detectOptions(), dec: o.decodeOptions(n), asm: o.assemblerOptions(), observe: observe, wrap: a.tls.wrap}
+	if n > 1 {
 		a.sharded = newSharded(st, n)
 	} else {
 		a.single = newSingle(st)
@@ -70,32 +72,35 @@ func (a *Analysis) Stats() detect.Stats {
 }
 
 // Read feeds the inputs into the run, telling onRead (if set) now and then
-// how many input bytes were read. It returns the input errors, each naming
-// its file and position, in the order met; a file that fails is dropped
-// and the others go on, and what was read before an error stays in the
-// run. Read is called once.
-func (a *Analysis) Read(in Inputs, onRead func(inputBytes int64)) []error {
+// how far it read. It returns the input errors, each naming its file and
+// position, in the order met; a file that fails is dropped and the others
+// go on, and what was read before an error stays in the run. Read is
+// called once.
+func (a *Analysis) Read(in Inputs, onRead func(Read)) []error {
 	a.in = in
 	errs := a.tls.load()
 	m, oerrs := in.open(a.tls.secrets)
 	errs = append(errs, oerrs...)
 	defer m.Close()
-	var (
-		rerrs   []error
-		stopped bool
-	)
+	var rerrs []error
 	if a.sharded != nil {
-		rerrs, stopped = a.sharded.read(m, onRead, in.Stop)
+		rerrs, a.end = a.sharded.read(m, onRead, in)
 	} else {
-		rerrs, stopped = eachPacket(m, onRead, in.Stop, a.single.add)
+		rerrs, a.end = eachPacket(m, onRead, in, a.single.add)
 	}
-	a.stopped = stopped
+	if a.end == readLimit {
+		a.limit = m.CaptureBytes()
+	}
 	a.secretsDropped = m.SecretsDropped()
 	return append(errs, rerrs...)
 }
 
 // Stopped reports whether Read ended early because Inputs.Stop was closed.
-func (a *Analysis) Stopped() bool { return a.stopped }
+func (a *Analysis) Stopped() bool { return a.end == readStopped }
+
+// Limited reports whether Read ended early because Inputs.MaxBytes of
+// capture were read.
+func (a *Analysis) Limited() bool { return a.end == readLimit }
 
 // Finish closes every connection and returns all findings, sorted; it
 // tallies them into the producer profiles.
@@ -151,5 +156,6 @@ func (a *Analysis) Summary(inputErrs []string) report.Summary {
 	s.ProducerExchangesOmitted = a.prof.Omitted()
 	s.TLS = a.tls.summary()
 	s.Dropped.SecretsBlocks = int64(a.secretsDropped)
+	s.InputLimit = a.limit
 	return s
 }

@@ -132,7 +132,7 @@ func (a *Analysis) WriteEvidence(w io.Writer, findings []detect.Finding) (int, e
 	m, _ := a.in.open(nil)
 	defer m.Close()
 	var werr error
-	eachPacket(m, nil, nil, func(pkt capture.Packet) {
+	eachPacket(m, nil, Inputs{MaxBytes: a.in.MaxBytes}, func(pkt capture.Packet) {
 		if werr == nil {
 			_, werr = sw.Add(pkt)
 		}

@@ -25,7 +25,27 @@ type Inputs struct {
 	// bytes: what was read before is decided and reported as usual
 	// (SIGINT on a `tcpdump | kdupcap analyze -`).
 	Stop <-chan struct{}
+	// MaxBytes, when positive, ends the reading once this many bytes of
+	// capture (decompressed: a small .zst may expand without end) were
+	// read, as Stop does, within progressEvery+1 packets; what was read is
+	// decided and reported, the summary saying where it stopped
+	// (Analysis.Limited).
+	MaxBytes int64
 }
+
+// Read is how far the reading of Inputs got: the bytes of the files as
+// given (compressed, for progress against Inputs.Size) and of capture
+// (decompressed).
+type Read struct{ Input, Capture int64 }
+
+// readEnd is why eachPacket ended.
+type readEnd uint8
+
+const (
+	readEOF     readEnd = iota // every input to its end (or its error)
+	readStopped                // Inputs.Stop closed
+	readLimit                  // Inputs.MaxBytes reached
+)
 
 // Size is the total size of the files, or -1 when one is standard input
 // or cannot be stat'ed (a progress bar then shows bytes and rate only).
@@ -86,31 +106,35 @@ func (in Inputs) open(onSecrets func(source string, keylog []byte)) (*capture.Me
 }
 
 // eachPacket hands fn every packet of m in merged order, telling onRead
-// (if any) the input bytes read every progressEvery+1 packets and at the
-// end, and returns the input errors met: a file that fails is dropped and
-// the others go on. It stops early, reporting stopped, once stop (if not
-// nil) is closed.
-func eachPacket(m *capture.Merged, onRead func(int64), stop <-chan struct{}, fn func(capture.Packet)) (errs []error, stopped bool) {
+// (if any) how far it read every progressEvery+1 packets and at the end,
+// and returns the input errors met: a file that fails is dropped and the
+// others go on. It ends early once in.Stop (if not nil) is closed or
+// in.MaxBytes of capture were read, and says why it ended.
+func eachPacket(m *capture.Merged, onRead func(Read), in Inputs, fn func(capture.Packet)) (errs []error, end readEnd) {
+	progress := func() {
+		if onRead != nil {
+			onRead(Read{Input: m.InputBytes(), Capture: m.CaptureBytes()})
+		}
+	}
 	for n := 0; ; n++ {
 		if n&progressEvery == 0 {
-			if onRead != nil {
-				onRead(m.InputBytes())
-			}
+			progress()
 			select {
-			case <-stop:
-				return errs, true
+			case <-in.Stop:
+				return errs, readStopped
 			default:
+			}
+			if in.MaxBytes > 0 && m.CaptureBytes() >= in.MaxBytes {
+				return errs, readLimit
 			}
 		}
 		pkt, err := m.Next()
 		if errors.Is(err, errStopped) {
-			return errs, true
+			return errs, readStopped
 		}
 		if err == io.EOF {
-			if onRead != nil {
-				onRead(m.InputBytes())
-			}
-			return errs, false
+			progress()
+			return errs, readEOF
 		}
 		if err != nil {
 			errs = append(errs, err)

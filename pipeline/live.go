@@ -125,7 +125,7 @@ func NewLive(o LiveOptions, src LiveSource) (*Live, error) {
 		l.keyFiles = append(l.keyFiles, l.tls.keys.Follow(name))
 	}
 	l.keyErr = make([]bool, len(l.keyFiles))
-	st := stages{det: o.detectOptions(), dec: o.decodeOptions(), asm: o.assemblerOptions(),
+	st := stages{det: o.detectOptions(), dec: o.decodeOptions(1), asm: o.assemblerOptions(),
 		observe: l.observe, ignore: o.Ignore, wrap: l.tls.wrap}
 	st.det.Streaming, st.det.Settle, st.det.OnFinding = true, o.Settle, l.finding
 	st.dec.MaxConnections = maxLiveConnections

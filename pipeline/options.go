@@ -61,6 +61,15 @@ type Options struct {
 	// cannot tell (the --cluster flag): attempts to two clusters never
 	// make one finding (decode.Options.Clusters).
 	Clusters []decode.Cluster
+	// MaxFrameBytes bounds the frames decoded whole (--max-frame-bytes;
+	// 0: decode.DefaultMaxHeldFrameBytes): a larger one is passed over but
+	// for its header, counted (decode.Options.MaxHeldFrameBytes).
+	MaxFrameBytes int32
+	// DecompressBudget bounds the bytes the run decompresses for records
+	// and record prints (0: decode.DefaultMaxDecompressedTotal); the
+	// batches after it is spent are left compressed, counted. The CLI sets
+	// it from the size of the capture files (--decompress-budget).
+	DecompressBudget int64
 }
 
 // Bounds and defaults of Options that no stage owns.
@@ -72,6 +81,11 @@ const (
 	defaultMaxWorkers = 8
 	// MaxRecords bounds Options.Records: a finding is read by a person.
 	MaxRecords = 1000
+	// maxListedConnections bounds the Kafka connections an analysis lists
+	// in its summary (over its Decoders); the others are counted
+	// (report.Summary.KafkaConnectionsOmitted). 200,000 connections would
+	// otherwise cost 60 MB of memory and a summary line as large.
+	maxListedConnections = 10000
 )
 
 // Check says what is wrong with o, if anything, naming the CLI flag of
@@ -84,6 +98,8 @@ func (o *Options) Check() error {
 		return fmt.Errorf("--records %d: want 0 to %d", o.Records, MaxRecords)
 	case o.Workers < 0 || o.Workers > MaxWorkers:
 		return fmt.Errorf("--workers %d: want 1 to %d, or 0 to choose", o.Workers, MaxWorkers)
+	case o.MaxFrameBytes < 0 || o.MaxFrameBytes > decode.DefaultMaxFrameBytes:
+		return fmt.Errorf("--max-frame-bytes %d: want 1 to %d", o.MaxFrameBytes, decode.DefaultMaxFrameBytes)
 	}
 	named := map[netip.AddrPort]string{}
 	for _, c := range o.Clusters {
@@ -126,9 +142,23 @@ func (o *Options) detectOptions() detect.Options {
 	return detect.Options{Window: o.Window, Scope: o.Scope, AllRecords: o.AppDuplicates, MaxBatches: o.MaxBatches}
 }
 
-// decodeOptions are the Decoder's options for o.
-func (o *Options) decodeOptions() decode.Options {
-	return decode.Options{Ports: o.Ports, Sniff: o.Sniff, Records: o.Records, RecordPrints: o.RecordMatch || o.AppDuplicates, Clusters: o.Clusters}
+// decodeOptions are the options of each of n Decoders for o: the bounds
+// over a run are shared out among them, each keeping room for one frame
+// held whole.
+func (o *Options) decodeOptions(n int) decode.Options {
+	held := int64(o.MaxFrameBytes)
+	if held == 0 {
+		held = decode.DefaultMaxHeldFrameBytes
+	}
+	budget := o.DecompressBudget
+	if budget == 0 {
+		budget = decode.DefaultMaxDecompressedTotal
+	}
+	return decode.Options{Ports: o.Ports, Sniff: o.Sniff, Records: o.Records, RecordPrints: o.RecordMatch || o.AppDuplicates, Clusters: o.Clusters,
+		MaxConnections:        max(maxListedConnections/n, 1),
+		MaxHeldFrameBytes:     o.MaxFrameBytes,
+		MaxBufferedFrameBytes: max(decode.DefaultMaxBufferedFrameBytes/int64(n), held),
+		MaxDecompressedTotal:  max(budget/int64(n), 1)}
 }
 
 // assemblerOptions are the Assembler's options for o.

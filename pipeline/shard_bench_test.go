@@ -12,7 +12,7 @@ import (
 func BenchmarkAnalyzeWorkers(b *testing.B) {
 	path, m, size := benchInput(b)
 	o := Options{Sniff: true, RecordMatch: true}
-	st := stages{det: o.detectOptions(), dec: o.decodeOptions(), asm: o.assemblerOptions()}
+	st := stages{det: o.detectOptions(), dec: o.decodeOptions(1), asm: o.assemblerOptions()}
 	for _, n := range []int{1, 0, 2, 3} {
 		name := fmt.Sprintf("workers=%d", n)
 		if n == 0 {
@@ -29,11 +29,11 @@ func BenchmarkAnalyzeWorkers(b *testing.B) {
 				m2, _ := Inputs{Files: []string{path}}.open(nil)
 				if n == 1 {
 					p := newSingle(st)
-					errs, _ = eachPacket(m2, nil, nil, p.add)
+					errs, _ = eachPacket(m2, nil, Inputs{}, p.add)
 					find = func() error { return compareManifest(p.finish(), m) }
 				} else {
 					sp := newSharded(st, max(n, 1))
-					errs, _ = sp.read(m2, nil, nil)
+					errs, _ = sp.read(m2, nil, Inputs{})
 					find = func() error { return compareManifest(sp.finish(), m) }
 				}
 				m2.Close()

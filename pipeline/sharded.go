@@ -235,7 +235,7 @@ func newSharded(st stages, n int) *sharded {
 // and whether stop ended the reading (eachPacket).
 // The reader stays at most shardBatches epochs ahead of the merger; one
 // goroutine doing both leaves the other cores to the workers.
-func (sp *sharded) read(m *capture.Merged, onRead func(int64), stop <-chan struct{}) ([]error, bool) {
+func (sp *sharded) read(m *capture.Merged, onRead func(Read), in Inputs) ([]error, readEnd) {
 	for _, w := range sp.workers {
 		go w.run()
 	}
@@ -265,7 +265,7 @@ func (sp *sharded) read(m *capture.Merged, onRead func(int64), stop <-chan struc
 		}
 	}
 	take()
-	errs, stopped := eachPacket(m, onRead, stop, func(pkt capture.Packet) {
+	errs, end := eachPacket(m, onRead, in, func(pkt capture.Packet) {
 		if ts := pkt.CI.Timestamp; gate.Due(ts) {
 			for _, b := range cur {
 				b.items = append(b.items, shardItem{seq: seq, kind: itemFlush, ts: ts})
@@ -301,7 +301,7 @@ func (sp *sharded) read(m *capture.Merged, onRead func(int64), stop <-chan struc
 	for ; inFlight > 0; inFlight-- {
 		sp.mergeEpoch(true)
 	}
-	return errs, stopped
+	return errs, end
 }
 
 // run is a worker's goroutine: one output per batch, in order.

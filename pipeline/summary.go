@@ -59,7 +59,9 @@ func buildSummary(files, inputErrs []string, cs capture.Stats, ds decode.Stats, 
 	}
 	s.Dropped = report.Dropped{OversizedPackets: cs.Oversized, OversizedBytes: cs.OversizedBytes,
 		CorruptBatches: ds.CorruptBatches, DecompressSkipped: ds.DecompressSkipped,
-		BufferDrops: ds.BufferDrops, ReorderGivenUp: cs.ReorderGivenUp}
+		BufferDrops: ds.BufferDrops, ReorderGivenUp: cs.ReorderGivenUp,
+		OversizedFrames: ds.OversizedFrames, OversizedProduce: ds.OversizedProduce,
+		OtherTopicsBatches: ts.TopicsOverflow, PrintsCut: ds.PrintsCut, PrintsSkipped: ds.PrintsSkipped}
 	s.KafkaConnectionsOmitted = max(0, ds.Connections-int64(len(s.KafkaConnections)))
 	s.ByTopic = topicCounts(ts)
 	return s

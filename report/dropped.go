@@ -1,6 +1,11 @@
 package report
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kdupcap/kdupcap/decode"
+	"github.com/kdupcap/kdupcap/detect"
+)
 
 // Dropped counts what the bounds on untrusted input left out or cut, so
 // that a summary never reads as a whole answer when it is not: each count
@@ -22,6 +27,19 @@ type Dropped struct {
 	// SecretsBlocks pcapng Decryption Secrets Blocks were over the bound on
 	// key log bytes kept, left unread: their connections may show no key.
 	SecretsBlocks int64
+	// OversizedFrames Kafka frames (OversizedProduce of them
+	// ProduceRequests) were over the bound on a frame decoded whole,
+	// passed over but for their header.
+	OversizedFrames, OversizedProduce int64
+	// OtherTopicsBatches were batches to topics beyond the bound on topics
+	// counted one by one (detect.MaxTopics), summed in one entry
+	// (detect.OtherTopics).
+	OtherTopicsBatches int64
+	// PrintsCut batches had more records than are fingerprinted per batch
+	// (decode.MaxBatchPrints): matched by their first ones; PrintsSkipped
+	// batches were not fingerprinted, the prints held being at their
+	// bound.
+	PrintsCut, PrintsSkipped int64
 }
 
 // lines is one "name: what" row per non-zero count, for the table.
@@ -42,6 +60,18 @@ func (d Dropped) lines() [][]string {
 	if d.SecretsBlocks > 0 {
 		out = append(out, []string{"secrets blocks", fmt.Sprintf("%s over the bound on key log bytes, left unread: their TLS connections may show no key", plural(d.SecretsBlocks, "pcapng secrets block"))})
 	}
+	if d.OversizedFrames > 0 {
+		out = append(out, []string{"oversized frames", fmt.Sprintf("%s (%d produce requests) over --max-frame-bytes, passed over: re-sends inside them not seen", plural(d.OversizedFrames, "Kafka frame"), d.OversizedProduce)})
+	}
+	if d.OtherTopicsBatches > 0 {
+		out = append(out, []string{"topics bound", fmt.Sprintf("reached: %s to topics beyond the first %d counted together as %s", plural(d.OtherTopicsBatches, "batch"), detect.MaxTopics, detect.OtherTopics)})
+	}
+	if d.PrintsCut > 0 {
+		out = append(out, []string{"record prints cut", fmt.Sprintf("%s of over %d records matched by their first %d only", plural(d.PrintsCut, "batch"), decode.MaxBatchPrints, decode.MaxBatchPrints)})
+	}
+	if d.PrintsSkipped > 0 {
+		out = append(out, []string{"record prints bound", fmt.Sprintf("reached: %s of unanswered requests not matched by record", plural(d.PrintsSkipped, "batch"))})
+	}
 	if d.ReorderGivenUp > 0 {
 		out = append(out, []string{"reorder window", fmt.Sprintf("ran out %s: those holes taken as lost", plural(d.ReorderGivenUp, "time"))})
 	}
@@ -57,6 +87,11 @@ type jsonDropped struct {
 	BufferDrops       int64 `json:"buffer_drops,omitempty"`
 	ReorderGivenUp    int64 `json:"reorder_given_up,omitempty"`
 	SecretsBlocks     int64 `json:"secrets_blocks_dropped,omitempty"`
+	OversizedFrames   int64 `json:"oversized_frames,omitempty"`
+	OversizedProduce  int64 `json:"oversized_produce_requests,omitempty"`
+	OtherTopics       int64 `json:"other_topics_batches,omitempty"`
+	PrintsCut         int64 `json:"record_prints_cut,omitempty"`
+	PrintsSkipped     int64 `json:"record_prints_skipped,omitempty"`
 }
 
 // toJSONDropped is d as the summary's "dropped" object, nil when all zero.
@@ -66,5 +101,7 @@ func toJSONDropped(d Dropped) *jsonDropped {
 	}
 	return &jsonDropped{OversizedPackets: d.OversizedPackets, OversizedBytes: d.OversizedBytes,
 		CorruptBatches: d.CorruptBatches, DecompressSkipped: d.DecompressSkipped,
-		BufferDrops: d.BufferDrops, ReorderGivenUp: d.ReorderGivenUp, SecretsBlocks: d.SecretsBlocks}
+		BufferDrops: d.BufferDrops, ReorderGivenUp: d.ReorderGivenUp, SecretsBlocks: d.SecretsBlocks,
+		OversizedFrames: d.OversizedFrames, OversizedProduce: d.OversizedProduce, OtherTopics: d.OtherTopicsBatches,
+		PrintsCut: d.PrintsCut, PrintsSkipped: d.PrintsSkipped}
 }

@@ -170,6 +170,7 @@ type jsonSummary struct {
 	TLS                      *jsonTLS      `json:"tls,omitempty"`
 	Errors                   []string      `json:"errors"`
 	Interrupted              string        `json:"interrupted,omitempty"`
+	InputLimit               int64         `json:"input_limit_bytes,omitempty"`
 }
 
 type jsonConnection struct {
@@ -363,6 +364,7 @@ func toJSONSummary(s *Summary) jsonSummary {
 		TLS:         toJSONTLS(s.TLS),
 		Errors:      append([]string{}, s.Errors...),
 		Interrupted: s.Interrupted,
+		InputLimit:  s.InputLimit,
 	}
 	for i, c := range s.KafkaConnections {
 		j.KafkaConnections[i] = jsonConnection{

@@ -49,9 +49,11 @@ func NewProgress(w io.Writer, total int64, interval time.Duration, stats func() 
 	}
 }
 
-// Update moves the bar to read bytes, redrawing it at most once per
-// interval.
-func (p *Progress) Update(read int64) {
+// Update moves the bar to read bytes of the files (compressed bytes for a
+// compressed file), redrawing it at most once per interval; capture is the
+// bytes of capture they held (decompressed), shown when it is more than
+// read, so that a file expanding far beyond its size still shows progress.
+func (p *Progress) Update(read, capture int64) {
 	if p == nil {
 		return
 	}
@@ -61,7 +63,11 @@ func (p *Progress) Update(read int64) {
 	}
 	p.last = now
 	s := p.stats()
-	if desc := fmt.Sprintf("%d findings, %d re-sends", s.Findings, s.Resends); desc != p.desc {
+	desc := fmt.Sprintf("%d findings, %d re-sends", s.Findings, s.Resends)
+	if capture > read {
+		desc += fmt.Sprintf(", %.1f MB of capture decompressed", float64(capture)/1e6)
+	}
+	if desc != p.desc {
 		p.desc = desc
 		p.bar.Describe(desc)
 	}

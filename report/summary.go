@@ -78,6 +78,9 @@ type Summary struct {
 	// Interrupted names the signal that stopped the reading ("SIGINT");
 	// empty when the inputs were read to their end.
 	Interrupted string
+	// InputLimit, when not 0, is the capture bytes read when the bound on
+	// them (--max-input-bytes) stopped the reading.
+	InputLimit int64
 }
 
 // Connection is one TCP connection taken as Kafka.

@@ -197,6 +197,9 @@ func (t *tableWriter) Summary(s Summary) error {
 	if s.Interrupted != "" {
 		fmt.Fprintf(b, "\nInterrupted by %s: the findings are those of the packets read before it.\n", s.Interrupted)
 	}
+	if s.InputLimit > 0 {
+		fmt.Fprintf(b, "\nStopped at --max-input-bytes, %d bytes of capture read: the findings are those of the packets read before.\n", s.InputLimit)
+	}
 	return t.flush("summary")
 }
 

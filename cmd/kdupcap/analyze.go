@@ -28,6 +28,8 @@ type analyzeConfig struct {
 	writeDups       string // --write-dups FILE: pipeline.Analysis.WriteEvidence
 	clockSkew       clockSkewFlag
 	skew            []time.Duration // per file, from clockSkew
+	maxInput        sizeFlag        // --max-input-bytes: pipeline.Inputs.MaxBytes
+	budgetRatio     float64         // --decompress-budget: times the inputs' size
 }
 
 func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) {
@@ -64,6 +66,8 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	fs.StringVar(&cfg.writeDups, "write-dups", "", writeDupsUsage)
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress bar (there is one on stderr only when stderr is a terminal)")
 	fs.IntVar(&o.Workers, "workers", 0, workersUsage)
+	fs.Var(&cfg.maxInput, "max-input-bytes", "stop reading after `SIZE` bytes of capture (decompressed; e.g. 20GB), deciding and reporting what was read; 0: no bound")
+	fs.Float64Var(&cfg.budgetRatio, "decompress-budget", defaultBudgetRatio, "decompress for records and record matching at most `N` times the capture files' size (at least 1GiB; 4GiB from standard input); the batches after are left compressed, counted")
 	fs.Var(&cfg.clockSkew, "clock-skew", "`FILE=DURATION` added to every timestamp of one capture file (e.g. broker2.pcap=-1.5s), repeated per file; FILE may be a 1-based position")
 	// Flags may come before, between or after the files, as people type
 	// them; "--" ends the flags, so a file named like one can be given.
@@ -89,6 +93,9 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	}
 	if err := sf.check(); err != nil {
 		return nil, err
+	}
+	if cfg.budgetRatio <= 0 {
+		return nil, fmt.Errorf("--decompress-budget %v: want a positive ratio", cfg.budgetRatio)
 	}
 	if len(cfg.files) == 0 {
 		fs.Usage()
@@ -146,13 +153,14 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		out = report.NewTable(stdout)
 	}
 
+	in := pipeline.Inputs{Files: cfg.files, Skew: cfg.skew, Stdin: stdin, Stop: ctx.Done(), MaxBytes: int64(cfg.maxInput)}
+	cfg.opts.DecompressBudget = decompressBudget(cfg.budgetRatio, in.Size())
 	an := pipeline.NewAnalysis(cfg.opts)
-	in := pipeline.Inputs{Files: cfg.files, Skew: cfg.skew, Stdin: stdin, Stop: ctx.Done()}
 	var bar *report.Progress
 	if isTerminal(stderr) && !cfg.quiet {
 		bar = report.NewProgress(stderr, in.Size(), progressInterval, an.Stats)
 	}
-	readErrs := an.Read(in, bar.Update)
+	readErrs := an.Read(in, func(r pipeline.Read) { bar.Update(r.Input, r.Capture) })
 	bar.Finish()
 	findings := an.Finish()
 	var inputErrs []string
@@ -202,6 +210,24 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return exitDuplicate
 	}
 	return exitOK
+}
+
+// defaultBudgetRatio is --decompress-budget's default: far beyond what
+// real batches compress by (zstd of JSON, some 10x), so that only a
+// compression bomb meets it; minBudget is the least budget given.
+const (
+	defaultBudgetRatio = 64
+	minBudget          = 1 << 30
+)
+
+// decompressBudget is the run's decompression budget: ratio times size, at
+// least minBudget; decode's default when size is not known (-1: standard
+// input).
+func decompressBudget(ratio float64, size int64) int64 {
+	if size < 0 {
+		return 0
+	}
+	return max(int64(ratio*float64(size)), minBudget)
 }
 
 // progressInterval is how often the progress bar is redrawn at most.

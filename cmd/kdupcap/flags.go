@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kdupcap/kdupcap/capture"
+	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/pipeline"
 )
@@ -55,6 +56,9 @@ func setMemoryLimit() {
 		debug.SetGCPercent(gcPercent)
 	}
 }
+
+// maxFrameUsage is the help text of --max-frame-bytes.
+var maxFrameUsage = fmt.Sprintf("a Kafka frame over `SIZE` (default %dMiB; at most the broker's 100MiB) is passed over but for its header, counted, a re-send inside it not seen; raising it costs up to SIZE of memory per frame in flight", decode.DefaultMaxHeldFrameBytes>>20)
 
 // recordMatchUsage is the help text of --record-match.
 const recordMatchUsage = "match the records (key, value, headers) of failed or unanswered attempts of producers that are not idempotent, and of the batches after them, to find retries that rebuilt or re-batched the records (segmentio/kafka-go, sarama)"
@@ -109,6 +113,14 @@ func addStageFlags(fs *flag.FlagSet, o *pipeline.Options, u stageUsage) *stageFl
 	fs.BoolVar(&o.AppDuplicates, "app-duplicates", false, appDuplicatesUsage)
 	fs.Var((*filesFlag)(&o.TLSKeyLogs), "tls-keylog", tlsKeyLogUsage+u.keylogMore)
 	fs.Var((*clusterFlag)(&o.Clusters), "cluster", clusterUsage)
+	fs.Func("max-frame-bytes", maxFrameUsage, func(s string) error {
+		var n sizeFlag
+		if err := n.Set(s); err != nil || n < 1 || n > decode.DefaultMaxFrameBytes {
+			return fmt.Errorf("%q: want a size from 1 to 100MiB", s)
+		}
+		o.MaxFrameBytes = int32(n)
+		return nil
+	})
 	return sf
 }
 

@@ -41,13 +41,16 @@ func TestProgressBar(t *testing.T) {
 	bar := report.NewProgress(&term, total, 0, an.Stats) // redrawn on every call
 	var calls int
 	var last int64
-	onRead := func(n int64) {
+	onRead := func(r pipeline.Read) {
 		calls++
-		if n < last {
-			t.Errorf("input bytes went back from %d to %d", last, n)
+		if r.Input < last {
+			t.Errorf("input bytes went back from %d to %d", last, r.Input)
 		}
-		last = n
-		bar.Update(n)
+		if r.Capture > r.Input {
+			t.Errorf("capture bytes %d beyond input bytes %d: the file is not compressed", r.Capture, r.Input)
+		}
+		last = r.Input
+		bar.Update(r.Input, r.Capture)
 	}
 	if errs := an.Read(pipeline.Inputs{Files: []string{path}}, onRead); len(errs) > 0 {
 		t.Fatal(errs)
@@ -100,7 +103,7 @@ func TestProgressSilent(t *testing.T) {
 		}
 	}
 	var bar *report.Progress // what analyze has when there is no bar
-	bar.Update(50)           // nil-safe
+	bar.Update(50, 50)       // nil-safe
 	bar.Finish()
 	if got := (pipeline.Inputs{Files: []string{"-"}}).Size(); got != -1 {
 		t.Errorf("Inputs.Size of stdin = %d, want -1", got)
