@@ -18,6 +18,10 @@ const (
 	DefaultMaxBufferedPagesPerConnection = 4096
 	// DefaultMaxBufferedPagesTotal bounds it over all connections (~120 MB).
 	DefaultMaxBufferedPagesTotal = 65536
+	// DefaultMaxConnections bounds the connections open at once
+	// (AssemblerOptions.MaxConnections): some 2 KB each with decode's
+	// state, 64 MB in all.
+	DefaultMaxConnections = 32768
 )
 
 // AssemblerOptions tunes an Assembler; zero fields take the defaults.
@@ -33,6 +37,11 @@ type AssemblerOptions struct {
 	// out-of-order data held; past them the oldest hole is skipped (a Gap).
 	MaxBufferedPagesPerConnection int
 	MaxBufferedPagesTotal         int
+	// MaxConnections bounds the connections held at once (conns.go):
+	// beyond it the quarter least recently active are closed at once,
+	// counted in Stats.Evicted, their Streams told Evict (an Evicter) or
+	// else Close. Zero takes DefaultMaxConnections.
+	MaxConnections int
 	// ReorderWindow and ReorderPackets bound how long a segment that
 	// came ahead of its stream waits for the one before it to come late,
 	// reordered as on a SPAN port, before the hole is taken as lost
@@ -68,6 +77,7 @@ type Stats struct {
 	Retransmissions int64 // segments whose payload had all been delivered already
 	OverlapBytes    int64 // payload bytes dropped because they were delivered or queued already
 	IdleClosed      int64 // connections closed after IdleTimeout without a packet, not by FIN or RST
+	Evicted         int64 // connections closed early because MaxConnections were held
 
 	// Reorder windows (AssemblerOptions.ReorderWindow): ReorderHolds
 	// counts those opened by a segment ahead of its stream, Reordered
@@ -138,6 +148,13 @@ type Assembler struct {
 	holding   []*conn
 	heldBytes int
 	pkt       Packet // the packet being assembled, for conn.keep
+	// live are the connections in reassembly's pool, as far as conns.go
+	// can tell; evictDue says they are over MaxConnections, evicting that
+	// a flush is closing some of them for it; times is scratch for evict.
+	live     []*conn
+	evictDue bool
+	evicting bool
+	times    []int64
 	// release is a connection whose window must close before the packet
 	// is assembled again; check one whose kept packets may go now that
 	// the packet went in; replaying one whose kept packets are going in.
@@ -157,6 +174,9 @@ func NewAssembler(newStream NewStreamFunc, opts AssemblerOptions) *Assembler {
 	}
 	if opts.MaxBufferedPagesTotal <= 0 {
 		opts.MaxBufferedPagesTotal = DefaultMaxBufferedPagesTotal
+	}
+	if opts.MaxConnections <= 0 {
+		opts.MaxConnections = DefaultMaxConnections
 	}
 	if opts.ReorderWindow == 0 {
 		opts.ReorderWindow = DefaultReorderWindow
@@ -223,6 +243,9 @@ func (a *Assembler) Add(p Packet) {
 	if a.ev != nil {
 		a.ev.done()
 		a.evPacket, a.evPending = Packet{}, false
+	}
+	if a.evictDue {
+		a.evict()
 	}
 }
 
@@ -346,6 +369,7 @@ func (a *Assembler) Flush(ts time.Time) {
 	a.flushing = true
 	a.asm.FlushWithOptions(reassembly.FlushOptions{T: cutoff, TC: cutoff})
 	a.flushing = false
+	a.prune(cutoff)
 	if a.ev != nil {
 		a.ev.expire(ts)
 	}

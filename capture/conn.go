@@ -23,6 +23,7 @@ func (f factory) New(_, _ gopacket.Flow, tcp *layers.TCP, ac reassembly.Assemble
 	a.stats.TCPConnections++
 	ts := ac.GetCaptureInfo().Timestamp
 	c := &conn{a: a, last: ts}
+	a.track(c)
 	if a.newStream != nil {
 		c.s = a.newStream(a.dec.src, a.dec.dst, ts)
 	}
@@ -316,13 +317,19 @@ func (c *conn) ReassemblyComplete(_ reassembly.AssemblerContext) bool {
 	if !c.closed {
 		c.closed = true
 		a := c.a
-		if a.flushing && !(c.halfClosed[0] && c.halfClosed[1]) {
+		evicted := a.evicting && !(c.halfClosed[0] && c.halfClosed[1])
+		switch {
+		case evicted:
+			a.stats.Evicted++
+		case a.flushing && !(c.halfClosed[0] && c.halfClosed[1]):
 			a.stats.IdleClosed++
 		}
 		if a.ev != nil {
 			a.ev.closeConn(c.ev)
 		}
-		if c.s != nil {
+		if e, ok := c.s.(Evicter); ok && evicted {
+			e.Evict(c.last)
+		} else if c.s != nil {
 			c.s.Close(c.last)
 		}
 	}

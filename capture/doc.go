@@ -47,7 +47,9 @@
 // Source skips it in chunks and returns it with no Data, and the Assembler
 // counts it as Oversized. Nothing panics on bad input. An in-order segment
 // allocates nothing; segments kept aside in a reorder window are bounded
-// per connection and in total.
+// per connection and in total. The connections held at once are bounded
+// by AssemblerOptions.MaxConnections: beyond it the quarter least recently
+// active are closed early (Stats.Evicted), an [Evicter] told so.
 // Evidence is bounded per connection and in total, oldest packets dropped
 // first; [ErrEvidenceEvicted] says a range written may be partial.
 //
@@ -63,9 +65,10 @@
 //   - assembler.go: Assembler, AssemblerOptions, Stats; Add, Tick, Flush,
 //     Close.
 //   - conn.go: a connection's adapter to gopacket/reassembly; snap-length cuts.
+//   - conns.go: the bound on connections held; the least active evicted.
 //   - hole.go: holes the capture will never fill, skipped on the peer's ack.
 //   - reorder.go: reorder windows: segments shown late delivered in place.
-//   - stream.go: the Stream interface and NewStreamFunc.
+//   - stream.go: the Stream and Evicter interfaces, NewStreamFunc.
 //   - stats.go: Stats.Add, summing the Stats of sharded Assemblers.
 //   - flow.go: FlowHasher and FlushGate, for sharding a capture.
 //   - evidence.go: Evidence, EvidenceOptions, EvidenceStats, WritePcap(Conns).

@@ -19,6 +19,7 @@ func (s *Stats) Add(o Stats) {
 	s.Retransmissions += o.Retransmissions
 	s.OverlapBytes += o.OverlapBytes
 	s.IdleClosed += o.IdleClosed
+	s.Evicted += o.Evicted
 	s.ReorderHolds += o.ReorderHolds
 	s.Reordered += o.Reordered
 	s.ReorderGivenUp += o.ReorderGivenUp

@@ -27,6 +27,17 @@ type Stream interface {
 	Close(ts time.Time)
 }
 
+// Evicter is a Stream that wants to know when its connection is closed
+// early, evicted because the connections held reached
+// AssemblerOptions.MaxConnections, rather than ended: Evict is called
+// instead of Close, and nothing is delivered after it. The connection may
+// go on in the capture; its later packets make a new Stream, from the
+// middle of the stream.
+type Evicter interface {
+	Stream
+	Evict(ts time.Time)
+}
+
 // NewStreamFunc is called once for every new TCP connection; a is the source
 // endpoint of the first packet seen, b its destination. Returning nil ignores
 // the connection.

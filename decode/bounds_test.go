@@ -190,3 +190,17 @@ func TestArrayCountAmplification(t *testing.T) {
 		})
 	}
 }
+
+// TestEvict: a connection evicted by capture (capture.Evicter) ends its
+// pending produce requests as evicted, not as closed: their answers may
+// still be in the capture.
+func TestEvict(t *testing.T) {
+	var s sink
+	d := New(&s, Options{})
+	script := []msg{{fromClient: true, frame: requestFrame(produceRequest(7, -1, part{"t", 0, recordBatch(-1, -1, -1, 1, "r")}), 1, "c")}}
+	c := feed(d, script, whole, true)
+	c.Evict(t0.Add(time.Second))
+	if len(s.xs) != 1 || s.xs[0].NoResponse != NoResponseEvicted {
+		t.Fatalf("exchanges %+v, want one ended as evicted", s.xs)
+	}
+}

@@ -69,6 +69,7 @@ type Conn struct {
 	sniffTries int // candidate frame starts that failed while undecided
 	rejected   bool
 	closed     bool
+	evicted    bool      // closed by Evict
 	clientIDs  []*string // interned client.ids; sum.ClientIDs holds their values
 	lastClient *string
 	pending    []pending // requests awaiting a response, in the order sent
@@ -470,10 +471,18 @@ func (c *Conn) lose(dir *direction) {
 	}
 }
 
+// Evict ends the connection early, as capture does when it holds too many
+// (capture.Evicter): its pending produce requests are complete with
+// NoResponseEvicted, since their answers may still come in the capture.
+func (c *Conn) Evict(ts time.Time) {
+	c.evicted = true
+	c.Close(ts)
+}
+
 // Close ends the connection: every pending produce request is complete with
 // no response (NoResponseClosed, NoResponseEndOfCapture after
-// Decoder.EndOfInput, or NoResponseBytesLost if a gap in the responses may
-// have held its answer).
+// Decoder.EndOfInput, NoResponseEvicted after Evict, or NoResponseBytesLost
+// if a gap in the responses may have held its answer).
 func (c *Conn) Close(ts time.Time) {
 	if c.closed {
 		return
@@ -486,7 +495,10 @@ func (c *Conn) Close(ts time.Time) {
 			continue
 		}
 		p.x.NoResponse = NoResponseClosed
-		if c.d.atEnd {
+		switch {
+		case c.evicted:
+			p.x.NoResponse = NoResponseEvicted
+		case c.d.atEnd:
 			p.x.NoResponse = NoResponseEndOfCapture
 		}
 		if p.lost {

@@ -53,8 +53,8 @@ const (
 	// has that many topics at most in any capture worth reading, and junk
 	// must not grow them without end. Past the bound names are copied
 	// rather than shared and new IDs are not learned.
-	maxNames    = 1 << 18
-	maxTopicIDs = 1 << 18
+	maxNames    = 1 << 16
+	maxTopicIDs = 1 << 16
 )
 
 // Options configure a Decoder.

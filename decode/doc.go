@@ -56,7 +56,7 @@
 // bounded: Options.MaxPending requests and one frame start per direction per
 // connection, Options.MaxBufferedFrameBytes of frame starts over all
 // connections (beyond it a connection's partial frame is dropped and its
-// direction resyncs, counted), 2^18 topic names and 2^18 topic IDs per run;
+// direction resyncs, counted), 2^16 topic names and 2^16 topic IDs per run;
 // records (Options.Records) are cut to MaxRecordBytes, and decompression
 // stops at Options.MaxDecompressedBytes per batch, for every codec, and at
 // Options.MaxDecompressedTotal per Decoder, after which nothing more is

@@ -95,7 +95,8 @@ const (
 	// not parse.
 	NoResponseMalformed NoResponse = "response malformed"
 	// NoResponseEvicted: more than Options.MaxPending requests were
-	// awaiting a response on the connection, and this was the oldest.
+	// awaiting a response on the connection, and this was the oldest; or
+	// the connection was evicted (Conn.Evict) while it was pending.
 	NoResponseEvicted NoResponse = "evicted"
 )
 

@@ -38,7 +38,7 @@ func NewAnalysis(o Options) *Analysis {
 		}
 	}
 	n := o.workers()
-	st := stages{det: o.detectOptions(), dec: o.decodeOptions(n), asm: o.assemblerOptions(), observe: observe, wrap: a.tls.wrap}
+	st := stages{det: o.detectOptions(), dec: o.decodeOptions(n), asm: o.assemblerOptions(n), observe: observe, wrap: a.tls.wrap}
 	if n > 1 {
 		a.sharded = newSharded(st, n)
 	} else {

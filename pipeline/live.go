@@ -125,7 +125,7 @@ func NewLive(o LiveOptions, src LiveSource) (*Live, error) {
 		l.keyFiles = append(l.keyFiles, l.tls.keys.Follow(name))
 	}
 	l.keyErr = make([]bool, len(l.keyFiles))
-	st := stages{det: o.detectOptions(), dec: o.decodeOptions(1), asm: o.assemblerOptions(),
+	st := stages{det: o.detectOptions(), dec: o.decodeOptions(1), asm: o.assemblerOptions(1),
 		observe: l.observe, ignore: o.Ignore, wrap: l.tls.wrap}
 	st.det.Streaming, st.det.Settle, st.det.OnFinding = true, o.Settle, l.finding
 	st.dec.MaxConnections = maxLiveConnections
@@ -256,7 +256,7 @@ func (l *Live) Counters() report.Counters {
 		Malformed:          ds.Malformed,
 		Gaps:               cs.Gaps,
 		Connections:        ds.Connections,
-		EvictedConnections: cs.IdleClosed,
+		EvictedConnections: cs.IdleClosed + cs.Evicted,
 		EvictedBatches:     ts.Evicted + ts.Expired,
 		EvictedPending:     ds.Evicted,
 		Topics:             topicCounts(ts),

@@ -65,6 +65,11 @@ type Options struct {
 	// 0: decode.DefaultMaxHeldFrameBytes): a larger one is passed over but
 	// for its header, counted (decode.Options.MaxHeldFrameBytes).
 	MaxFrameBytes int32
+	// MaxConnections bounds the TCP connections held at once
+	// (--max-connections; 0: capture.DefaultMaxConnections), shared out
+	// among workers: beyond it the least recently active are closed early,
+	// counted (capture.AssemblerOptions.MaxConnections).
+	MaxConnections int
 	// DecompressBudget bounds the bytes the run decompresses for records
 	// and record prints (0: decode.DefaultMaxDecompressedTotal); the
 	// batches after it is spent are left compressed, counted. The CLI sets
@@ -98,6 +103,8 @@ func (o *Options) Check() error {
 		return fmt.Errorf("--records %d: want 0 to %d", o.Records, MaxRecords)
 	case o.Workers < 0 || o.Workers > MaxWorkers:
 		return fmt.Errorf("--workers %d: want 1 to %d, or 0 to choose", o.Workers, MaxWorkers)
+	case o.MaxConnections < 0:
+		return fmt.Errorf("--max-connections %d: want a positive number", o.MaxConnections)
 	case o.MaxFrameBytes < 0 || o.MaxFrameBytes > decode.DefaultMaxFrameBytes:
 		return fmt.Errorf("--max-frame-bytes %d: want 1 to %d", o.MaxFrameBytes, decode.DefaultMaxFrameBytes)
 	}
@@ -161,7 +168,12 @@ func (o *Options) decodeOptions(n int) decode.Options {
 		MaxDecompressedTotal:  max(budget/int64(n), 1)}
 }
 
-// assemblerOptions are the Assembler's options for o.
-func (o *Options) assemblerOptions() capture.AssemblerOptions {
-	return capture.AssemblerOptions{IdleTimeout: o.IdleTimeout, ReorderWindow: o.ReorderWindow}
+// assemblerOptions are the options of each of n Assemblers for o.
+func (o *Options) assemblerOptions(n int) capture.AssemblerOptions {
+	conns := o.MaxConnections
+	if conns == 0 {
+		conns = capture.DefaultMaxConnections
+	}
+	return capture.AssemblerOptions{IdleTimeout: o.IdleTimeout, ReorderWindow: o.ReorderWindow,
+		MaxConnections: max(conns/n, 1)}
 }

@@ -12,7 +12,7 @@ import (
 func BenchmarkAnalyzeWorkers(b *testing.B) {
 	path, m, size := benchInput(b)
 	o := Options{Sniff: true, RecordMatch: true}
-	st := stages{det: o.detectOptions(), dec: o.decodeOptions(1), asm: o.assemblerOptions()}
+	st := stages{det: o.detectOptions(), dec: o.decodeOptions(1), asm: o.assemblerOptions(1)}
 	for _, n := range []int{1, 0, 2, 3} {
 		name := fmt.Sprintf("workers=%d", n)
 		if n == 0 {

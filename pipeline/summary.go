@@ -61,7 +61,8 @@ func buildSummary(files, inputErrs []string, cs capture.Stats, ds decode.Stats, 
 		CorruptBatches: ds.CorruptBatches, DecompressSkipped: ds.DecompressSkipped,
 		BufferDrops: ds.BufferDrops, ReorderGivenUp: cs.ReorderGivenUp,
 		OversizedFrames: ds.OversizedFrames, OversizedProduce: ds.OversizedProduce,
-		OtherTopicsBatches: ts.TopicsOverflow, PrintsCut: ds.PrintsCut, PrintsSkipped: ds.PrintsSkipped}
+		OtherTopicsBatches: ts.TopicsOverflow, PrintsCut: ds.PrintsCut, PrintsSkipped: ds.PrintsSkipped,
+		EvictedConnections: cs.Evicted}
 	s.KafkaConnectionsOmitted = max(0, ds.Connections-int64(len(s.KafkaConnections)))
 	s.ByTopic = topicCounts(ts)
 	return s

@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 
-	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
 )
 
@@ -36,10 +35,14 @@ type Dropped struct {
 	// (detect.OtherTopics).
 	OtherTopicsBatches int64
 	// PrintsCut batches had more records than are fingerprinted per batch
-	// (decode.MaxBatchPrints): matched by their first ones; PrintsSkipped
+	// (decode's MaxBatchPrints): matched by their first ones; PrintsSkipped
 	// batches were not fingerprinted, the prints held being at their
 	// bound.
 	PrintsCut, PrintsSkipped int64
+	// EvictedConnections were closed early, the least recently active,
+	// because the connections held reached their bound
+	// (capture.AssemblerOptions.MaxConnections).
+	EvictedConnections int64
 }
 
 // lines is one "name: what" row per non-zero count, for the table.
@@ -67,10 +70,13 @@ func (d Dropped) lines() [][]string {
 		out = append(out, []string{"topics bound", fmt.Sprintf("reached: %s to topics beyond the first %d counted together as %s", plural(d.OtherTopicsBatches, "batch"), detect.MaxTopics, detect.OtherTopics)})
 	}
 	if d.PrintsCut > 0 {
-		out = append(out, []string{"record prints cut", fmt.Sprintf("%s of over %d records matched by their first %d only", plural(d.PrintsCut, "batch"), decode.MaxBatchPrints, decode.MaxBatchPrints)})
+		out = append(out, []string{"record prints cut", fmt.Sprintf("%s of more records than are fingerprinted per batch matched by their first ones only", plural(d.PrintsCut, "batch"))})
 	}
 	if d.PrintsSkipped > 0 {
 		out = append(out, []string{"record prints bound", fmt.Sprintf("reached: %s of unanswered requests not matched by record", plural(d.PrintsSkipped, "batch"))})
+	}
+	if d.EvictedConnections > 0 {
+		out = append(out, []string{"connections bound", fmt.Sprintf("reached: %s least recently active closed early (--max-connections); their unanswered requests end as evicted", plural(d.EvictedConnections, "connection"))})
 	}
 	if d.ReorderGivenUp > 0 {
 		out = append(out, []string{"reorder window", fmt.Sprintf("ran out %s: those holes taken as lost", plural(d.ReorderGivenUp, "time"))})
@@ -92,6 +98,7 @@ type jsonDropped struct {
 	OtherTopics       int64 `json:"other_topics_batches,omitempty"`
 	PrintsCut         int64 `json:"record_prints_cut,omitempty"`
 	PrintsSkipped     int64 `json:"record_prints_skipped,omitempty"`
+	EvictedConns      int64 `json:"evicted_connections,omitempty"`
 }
 
 // toJSONDropped is d as the summary's "dropped" object, nil when all zero.
@@ -103,5 +110,5 @@ func toJSONDropped(d Dropped) *jsonDropped {
 		CorruptBatches: d.CorruptBatches, DecompressSkipped: d.DecompressSkipped,
 		BufferDrops: d.BufferDrops, ReorderGivenUp: d.ReorderGivenUp, SecretsBlocks: d.SecretsBlocks,
 		OversizedFrames: d.OversizedFrames, OversizedProduce: d.OversizedProduce, OtherTopics: d.OtherTopicsBatches,
-		PrintsCut: d.PrintsCut, PrintsSkipped: d.PrintsSkipped}
+		PrintsCut: d.PrintsCut, PrintsSkipped: d.PrintsSkipped, EvictedConns: d.EvictedConnections}
 }

@@ -113,6 +113,7 @@ func addStageFlags(fs *flag.FlagSet, o *pipeline.Options, u stageUsage) *stageFl
 	fs.BoolVar(&o.AppDuplicates, "app-duplicates", false, appDuplicatesUsage)
 	fs.Var((*filesFlag)(&o.TLSKeyLogs), "tls-keylog", tlsKeyLogUsage+u.keylogMore)
 	fs.Var((*clusterFlag)(&o.Clusters), "cluster", clusterUsage)
+	fs.IntVar(&o.MaxConnections, "max-connections", capture.DefaultMaxConnections, "the most TCP connections held at once (some 2 KB each); beyond it the quarter least recently active are closed early, counted, their unanswered requests ending as evicted")
 	fs.Func("max-frame-bytes", maxFrameUsage, func(s string) error {
 		var n sizeFlag
 		if err := n.Set(s); err != nil || n < 1 || n > decode.DefaultMaxFrameBytes {
