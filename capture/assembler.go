@@ -16,8 +16,8 @@ const (
 	// DefaultMaxBufferedPagesPerConnection bounds out-of-order data waiting
 	// for a hole to be filled, per connection (pages of 1900 bytes: ~7.6 MB).
 	DefaultMaxBufferedPagesPerConnection = 4096
-	// DefaultMaxBufferedPagesTotal bounds it over all connections (~120 MB).
-	DefaultMaxBufferedPagesTotal = 65536
+	// DefaultMaxBufferedPagesTotal bounds it over all connections (~30 MB).
+	DefaultMaxBufferedPagesTotal = 16384
 	// DefaultMaxConnections bounds the connections open at once
 	// (AssemblerOptions.MaxConnections): some 2 KB each with decode's
 	// state, 64 MB in all.

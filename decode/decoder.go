@@ -123,6 +123,14 @@ type Options struct {
 	// not be less than MaxHeldFrameBytes, or frames that large are always
 	// dropped.
 	MaxBufferedFrameBytes int64
+	// MaxPrintBytes bounds, with RecordPrints, the batch bytes kept for
+	// record prints over the pending exchanges of all connections (the
+	// produce requests in flight); beyond it a batch is fingerprinted at
+	// once (Stats.PrintedEager), and the prints so made that pending
+	// exchanges hold are bounded by as many bytes again, beyond which a
+	// batch is not fingerprinted (Stats.PrintsSkipped). Zero means
+	// DefaultMaxPrintBytes.
+	MaxPrintBytes int
 }
 
 // Stats counts what a Decoder saw, over all connections.
@@ -150,7 +158,7 @@ type Stats struct {
 	// PrintsCut counts the batches fingerprinted only up to
 	// MaxBatchPrints records; PrintsSkipped those not fingerprinted
 	// because the prints made at once that pending exchanges held were at
-	// their bound (64 MiB).
+	// their bound (Options.MaxPrintBytes).
 	PrintsCut, PrintsSkipped int64
 	// With Options.Records or RecordPrints only: batches whose records could not be
 	// decompressed or parsed (the batch is kept, with the records read
@@ -291,6 +299,9 @@ func New(sink Sink, opts Options) *Decoder {
 	}
 	if opts.MaxBufferedFrameBytes <= 0 {
 		opts.MaxBufferedFrameBytes = DefaultMaxBufferedFrameBytes
+	}
+	if opts.MaxPrintBytes <= 0 {
+		opts.MaxPrintBytes = DefaultMaxPrintBytes
 	}
 	d := &Decoder{
 		sink:   sink,

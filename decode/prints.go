@@ -15,7 +15,7 @@ import (
 // asks for those of failed or unanswered attempts and for the batches that
 // follow them on the same partition). The bytes live in pooled buffers by
 // size class, so keeping them allocates nothing in the steady state; the
-// bytes kept at once are bounded by maxRawHeld, beyond which a batch is
+// bytes kept at once are bounded by Options.MaxPrintBytes, beyond which a batch is
 // fingerprinted at once instead (counted in Stats.PrintedEager).
 
 // MaxBatchPrints bounds the records of one batch fingerprinted: a batch of
@@ -29,9 +29,8 @@ const MaxBatchPrints = 1 << 16
 var errPrintsCut = errors.New("record prints cut at the bound per batch")
 
 const (
-	// maxRawHeld bounds the batch bytes kept at once over all
-	// connections: the produce requests in flight.
-	maxRawHeld = 64 << 20
+	// DefaultMaxPrintBytes is Options.MaxPrintBytes when zero.
+	DefaultMaxPrintBytes = 32 << 20
 	// minRawClass and maxRawClass bound the pooled buffer sizes, 2^k
 	// bytes; a batch larger than 2^maxRawClass is fingerprinted at once.
 	minRawClass = 9
@@ -40,10 +39,9 @@ const (
 	maxRawFree = 64
 )
 
-// maxEagerPrints bounds the prints made at once (when the bytes could not
-// be kept) held over all pending exchanges: 16 bytes each, 64 MiB. Beyond
-// it a batch is not fingerprinted (counted in Stats.PrintsSkipped).
-const maxEagerPrints = 4 << 20
+// printBytes is the memory of one RecordPrint, for the bound on prints
+// made at once (Options.MaxPrintBytes).
+const printBytes = 16
 
 // rawPool holds free buffers by size class and counts the bytes held, and
 // the prints made at once that pending exchanges hold.
@@ -123,15 +121,20 @@ func (b *Batch) RecordPrints() []RecordPrint {
 // keepRaw keeps raw, the bytes of batch, for RecordPrints.
 func (d *Decoder) keepRaw(batch *Batch, raw []byte) {
 	class := max(bits.Len(uint(len(raw)-1)), minRawClass)
-	if class > maxRawClass || d.raw.held+len(raw) > maxRawHeld {
+	if class > maxRawClass || d.raw.held+len(raw) > d.opts.MaxPrintBytes {
 		batch.printed = true
-		if d.raw.eager >= maxEagerPrints {
+		limit := d.opts.MaxPrintBytes / printBytes
+		if d.raw.eager >= limit {
 			d.stats.PrintsSkipped++
 			return
 		}
-		batch.prints = d.pr.printsOf(batch, raw, nil)
-		batch.eager = true
-		d.raw.eager += len(batch.prints)
+		prints := d.pr.printsOf(batch, raw, nil)
+		if d.raw.eager+len(prints) > limit {
+			d.stats.PrintsSkipped++
+			return
+		}
+		batch.prints, batch.eager = prints, true
+		d.raw.eager += len(prints)
 		d.stats.PrintedEager++
 		return
 	}

@@ -119,9 +119,43 @@ func TestRecordPrintsKeptOnlyWhenAsked(t *testing.T) {
 	}
 	// Beyond the bound on bytes held: fingerprinted at once.
 	d = New(nil, Options{RecordPrints: true})
-	d.raw.held = maxRawHeld - 10
+	d.raw.held = DefaultMaxPrintBytes - 10
 	if p := printsOfBatch(t, d, raw); !slices.Equal(p, wantPrints(3, -1)) || d.Stats().PrintedEager != 1 {
 		t.Errorf("eager: %v, %d eager; want %v", p, d.Stats().PrintedEager, wantPrints(3, -1))
+	}
+}
+
+// TestEagerPrintsBound: prints made at once, held by exchanges still
+// pending, stay within Options.MaxPrintBytes; the batches beyond get none,
+// counted, and the room comes back as the exchanges complete.
+func TestEagerPrintsBound(t *testing.T) {
+	raw := compressedBatch(0, 100, stampedRecords(100, 1, -1))
+	d := New(nil, Options{RecordPrints: true, MaxPrintBytes: len(raw) + 100*printBytes*3})
+	var pending []*Exchange
+	for range 10 {
+		// The bytes of the first are kept, then prints made at once
+		// until those are at the bound.
+		bs, err := d.appendBatches(nil, raw, "t", [16]byte{}, 0)
+		if err != nil || len(bs) != 1 {
+			t.Fatalf("%d batches, %v", len(bs), err)
+		}
+		pending = append(pending, &Exchange{Batches: bs})
+		if got := d.raw.eager * printBytes; got > d.opts.MaxPrintBytes {
+			t.Fatalf("%d bytes of prints made at once held, bound %d", got, d.opts.MaxPrintBytes)
+		}
+	}
+	st := d.Stats()
+	if st.PrintedEager == 0 || st.PrintsSkipped == 0 || st.PrintedEager*100 > int64(d.opts.MaxPrintBytes/printBytes) {
+		t.Errorf("printed at once %d, skipped %d; want some of each, within the bound", st.PrintedEager, st.PrintsSkipped)
+	}
+	if p := pending[9].Batches[0].RecordPrints(); p != nil {
+		t.Errorf("a skipped batch has %d prints", len(p))
+	}
+	for _, x := range pending {
+		d.releaseRaw(x)
+	}
+	if d.raw.eager != 0 || d.raw.held != 0 {
+		t.Errorf("after release: %d prints, %d bytes held", d.raw.eager, d.raw.held)
 	}
 }
 
@@ -198,5 +232,49 @@ func TestRecordPrintsBound(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRecordPrintsMalformed: bytes that are not a record as the broker
+// reads one (trailing bytes, a null header key, headers missing; a negative
+// key or value length is null to it) get no print, so that the
+// same junk in two batches never matches, and no record is read from them
+// either; the records before stay.
+func TestRecordPrintsMalformed(t *testing.T) {
+	good := stampedRecords(1, 1, -1)
+	rec := func(body []byte) []byte {
+		b := []byte{0}               // attributes
+		b = kbin.AppendVarlong(b, 0) // timestamp delta
+		b = kbin.AppendVarint(b, 1)  // offset delta
+		b = append(b, body...)
+		return append(kbin.AppendVarint(nil, int32(len(b))), b...)
+	}
+	tests := []struct {
+		name string
+		body []byte
+	}{
+		{"trailing bytes", []byte{0x01, 0x01, 0x00, 'x', 'y'}},    // null key and value, no headers, then junk
+		{"null header key", []byte{0x01, 0x01, 0x02, 0x01, 0x00}}, // one header, key -1
+		{"header count past the bytes", []byte{0x01, 0x01, 0x7e}}, // 63 headers, none there
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			section := append(append([]byte(nil), good...), rec(tt.body)...)
+			d := New(nil, Options{RecordPrints: true, Records: 5})
+			raw := compressedBatch(0, 2, section)
+			bs, err := d.appendBatches(nil, raw, "t", [16]byte{}, 0)
+			if err != nil || len(bs) != 1 {
+				t.Fatalf("%d batches, %v", len(bs), err)
+			}
+			if p := bs[0].RecordPrints(); !slices.Equal(p, wantPrints(1, -1)) {
+				t.Errorf("prints %v, want only the good record's", p)
+			}
+			if n := len(bs[0].Records); n != 1 {
+				t.Errorf("%d records read, want the good one", n)
+			}
+			if st := d.Stats(); st.RecordErrors == 0 {
+				t.Errorf("no record error counted")
+			}
+		})
 	}
 }

@@ -135,12 +135,37 @@ func appendPrints(dst []RecordPrint, section []byte) ([]RecordPrint, error) {
 		rr.Int8()    // attributes
 		rr.Varlong() // timestampDelta
 		offDelta := rr.Varint()
-		if !rr.Ok() {
+		if !rr.Ok() || !wellFormed(rr.Src) {
+			// A print of bytes that are not a record would match the same
+			// junk elsewhere: none is made.
 			return dst, fmt.Errorf("record %d malformed", idx)
 		}
 		dst = append(dst, RecordPrint{Hash: xxhash.Sum64(rr.Src), OffsetDelta: offDelta, Index: idx})
 	}
 	return dst, nil
+}
+
+// wellFormed reports whether b is exactly a record's key, value and
+// headers: varint-length bytes (-1: null), and a header count (not
+// negative) of varint-length keys (never null) and values, with nothing
+// after, as the broker checks a record.
+func wellFormed(b []byte) bool {
+	r := kbin.Reader{Src: b}
+	r.VarintBytes() // key
+	r.VarintBytes() // value
+	n := r.VarintArrayLen()
+	if !r.Ok() || n < 0 || int(n) > len(r.Src) {
+		return false
+	}
+	for range n {
+		if k := r.Varint(); k < 0 || !r.Ok() {
+			return false // a header key is never null
+		} else {
+			r.Span(int(k))
+		}
+		r.VarintBytes()
+	}
+	return r.Ok() && len(r.Src) == 0
 }
 
 // readRecords parses up to want records from a decompressed records
@@ -157,6 +182,11 @@ func readRecords(section []byte, want int, firstTimestamp int64) ([]Record, erro
 		rr.Int8() // attributes
 		tsDelta := rr.Varlong()
 		offDelta := rr.Varint()
+		if !rr.Ok() || !wellFormed(rr.Src) {
+			// As the broker refuses it (Java's DefaultRecord: the size
+			// must match, a header key must not be null).
+			return out, fmt.Errorf("record %d malformed", len(out))
+		}
 		key := rr.VarintBytes()
 		value := rr.VarintBytes()
 		nh := rr.VarintArrayLen()

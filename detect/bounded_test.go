@@ -218,3 +218,33 @@ func TestTopicsBound(t *testing.T) {
 		t.Errorf("topics count %d batches and %d findings, the detector %d and %d", batches, findings, st.Batches, st.Findings)
 	}
 }
+
+// TestRecordsHeldBound: the records kept for the batches remembered stay
+// within maxRecordsHeld; the batches beyond it keep none, counted, and the
+// room comes back as batches are forgotten.
+func TestRecordsHeldBound(t *testing.T) {
+	value := make([]byte, 256)
+	recs := make([]decode.Record, 10)
+	for i := range recs {
+		recs[i] = decode.Record{OffsetDelta: int32(i), Key: value, Value: value, KeyLen: 256, ValueLen: 256}
+	}
+	per := recordsSize(recs)
+	n := 2 * maxRecordsHeld / per
+	d := New(Options{Window: time.Second})
+	for i := range n {
+		b := plain(uint32(i))
+		b.Records = recs
+		d.Produce(ex(conn1, int32(i), float64(i)/1000, float64(i)/1000+0.5, 0, int64(i), b))
+		if d.recordsHeld > maxRecordsHeld {
+			t.Fatalf("after %d batches: %d bytes of records held, bound %d", i+1, d.recordsHeld, maxRecordsHeld)
+		}
+	}
+	if st := d.Stats(); st.RecordsNotKept < int64(n/2-1) {
+		t.Errorf("%d batches' records not kept, want about %d", st.RecordsNotKept, n/2)
+	}
+	d.Produce(ex(conn1, int32(n), 3600_000, 3600_000.5, 0, int64(n), plain(uint32(n))))
+	d.Flush()
+	if d.recordsHeld != 0 {
+		t.Errorf("%d bytes of records held once every batch was forgotten", d.recordsHeld)
+	}
+}

@@ -162,6 +162,8 @@ type Detector struct {
 	// records holds the records decode read of a remembered batch, by
 	// slot; nil while none came (decode.Options.Records off).
 	records map[int32][]decode.Record
+	// recordsHeld is recordsSize over records, at most maxRecordsHeld.
+	recordsHeld int
 	// recs is the record-level matching state, nil until prints come.
 	recs *recState
 	// hot holds, per client and partition (partitionKey), the batches

@@ -27,7 +27,9 @@ import (
 // one client IP to one broker address from two client ports: that is a
 // client reconnecting, and a client that numbers its requests anew on
 // every connection (franz-go, sarama) may re-send there with the
-// correlation ID of the first attempt. An echo is no attempt: it is folded
+// correlation ID of the first attempt; or of brokers of two clusters the
+// capture told apart (decode.Exchange.Cluster): an application writing the
+// same records to two clusters, each producer numbering from the start. An echo is no attempt: it is folded
 // into the first copy, whose connection, times and response the finding
 // keeps (the first copy handed over is the one whose exchange completed
 // first: for a proxy, usually the leg nearer the broker), and counted in
@@ -84,6 +86,9 @@ type echoSeen struct {
 	seen int64 // completed (its response, else its send), Unix ns
 	corr int32
 	crc  uint32
+	// cluster is the exchange's decode.Exchange.Cluster: a copy to
+	// another known cluster is a dual write, never an echo.
+	cluster string
 }
 
 type echoQueued struct {
@@ -123,7 +128,8 @@ func (d *Detector) echoOf(x *decode.Exchange, req int64) (first echoSeen, key ui
 	e, ok := d.echo.seen[key]
 	switch {
 	case !ok, e.conn == x.Conn, e.corr != x.CorrelationID, e.crc != x.Batches[0].CRC,
-		abs64(req-e.req) > d.echoWindow, reconnect(e.conn, x.Conn):
+		abs64(req-e.req) > d.echoWindow, reconnect(e.conn, x.Conn),
+		e.cluster != "" && x.Cluster != "" && e.cluster != x.Cluster:
 		return echoSeen{}, key, true, false
 	}
 	return e, key, true, true
@@ -188,7 +194,7 @@ func (d *Detector) sighted(x *decode.Exchange, req, seen int64, key uint64, keye
 			}
 		}
 	}
-	es.seen[k] = echoSeen{conn: x.Conn, req: req, seen: seen, corr: x.CorrelationID, crc: x.Batches[0].CRC}
+	es.seen[k] = echoSeen{conn: x.Conn, req: req, seen: seen, corr: x.CorrelationID, crc: x.Batches[0].CRC, cluster: x.Cluster}
 	es.order.Push(echoQueued{seen: seen, key: k})
 	// The same key sighted again (a request replayed) queues it again
 	// while seen keeps one entry: bound the queue too, or a capture whose

@@ -171,6 +171,18 @@ func TestEcho(t *testing.T) {
 			attempts: []echoAttempt{{1, 1, -1}, {2, 1, 6}},
 		},
 		{
+			// An application writing the same records to two clusters the
+			// capture told apart, each producer numbering its requests
+			// from 1: two requests, to two logs, no echo and no re-send
+			// (issue 13: dual writes were folded as capture duplicates).
+			name: "dual write to two clusters: no echo",
+			all:  true,
+			feed: []*decode.Exchange{
+				inCluster(ex(conn1, 1, 0, 2, 0, 4, recs(0xa, 1, 2)), "cluster-a"),
+				inCluster(ex(natNode, 1, 0.08, 2.1, 0, 9, recs(0xa, 1, 2)), "cluster-b"),
+			},
+		},
+		{
 			// Record-level matching does not take the echo's records for a
 			// copy either: all of them printed (AllRecords), the proxy's
 			// leg answered first.
@@ -231,6 +243,12 @@ func TestEcho(t *testing.T) {
 			}
 		})
 	}
+}
+
+// inCluster sets x's cluster, as decode does from a Metadata response.
+func inCluster(x *decode.Exchange, name string) *decode.Exchange {
+	x.Cluster = name
+	return x
 }
 
 // TestEchoBounded: the copies remembered are bounded by count and by time,

@@ -2,11 +2,12 @@ package detect
 
 import (
 	"encoding/binary"
-	"github.com/kdupcap/kdupcap/internal/fifo"
 	"hash/maphash"
+	"slices"
 	"time"
 
 	"github.com/kdupcap/kdupcap/decode"
+	"github.com/kdupcap/kdupcap/internal/fifo"
 )
 
 // Record-level matching finds records sent again in batches that are not
@@ -105,14 +106,16 @@ type recQueued struct {
 // recState is the record-level matching state of a Detector, made when the
 // first prints come.
 type recState struct {
-	entries  map[uint64]recEntry
-	order    fifo.Queue[recQueued] // entries in the order last touched
-	carriers []carrier
-	freeC    []int32
-	dups     []recDup
-	freeD    []int32
-	decideQ  fifo.Queue[recQueued] // duplicates in the order last touched
-	decided  []int32               // duplicates decided, waiting to be grouped
+	// sorted and repeated are scratch for repeatedIn.
+	sorted, repeated []uint64
+	entries          map[uint64]recEntry
+	order            fifo.Queue[recQueued] // entries in the order last touched
+	carriers         []carrier
+	freeC            []int32
+	dups             []recDup
+	freeD            []int32
+	decideQ          fifo.Queue[recQueued] // duplicates in the order last touched
+	decided          []int32               // duplicates decided, waiting to be grouped
 }
 
 // hotPartition is a client's partition after a failed or unanswered
@@ -212,8 +215,18 @@ func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen i
 		magic:      bt.Magic,
 		records:    bt.Records,
 	}
+	repeated := rs.repeatedIn(prints)
 	for _, p := range prints {
 		d.stats.RecordPrints++
+		if len(repeated) > 0 {
+			if _, ok := slices.BinarySearch(repeated, p.Hash); ok {
+				// Not distinctive: a record whose content its own batch
+				// holds again (empty records, a constant value) cannot
+				// tell a re-send from new records of the same content.
+				d.stats.RecordsAmbiguous++
+				continue
+			}
+		}
 		k := mixKey(part, p.Hash)
 		e, ok := rs.entries[k]
 		if !ok {
@@ -224,8 +237,9 @@ func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen i
 		}
 		prev := &rs.carriers[e.carrier]
 		if e.carrier == ci || sameBytes(prev, &rs.carriers[ci]) {
-			// The same record twice in one batch, or a batch re-sent as
-			// the same bytes: the batch-level finding covers that.
+			// A batch re-sent as the same bytes: the batch-level finding
+			// covers that (records repeated in one batch were left out
+			// above).
 			continue
 		}
 		if e.dup < 0 {
@@ -258,6 +272,22 @@ func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen i
 			break
 		}
 	}
+}
+
+// repeatedIn returns the prints that occur more than once among prints,
+// sorted, in scratch space valid until the next call.
+func (rs *recState) repeatedIn(prints []decode.RecordPrint) []uint64 {
+	rs.sorted, rs.repeated = rs.sorted[:0], rs.repeated[:0]
+	for _, p := range prints {
+		rs.sorted = append(rs.sorted, p.Hash)
+	}
+	slices.Sort(rs.sorted)
+	for i := 1; i < len(rs.sorted); i++ {
+		if h := rs.sorted[i]; h == rs.sorted[i-1] && (len(rs.repeated) == 0 || rs.repeated[len(rs.repeated)-1] != h) {
+			rs.repeated = append(rs.repeated, h)
+		}
+	}
+	return rs.repeated
 }
 
 // sameBytes reports whether two attempts carried the same batch bytes.

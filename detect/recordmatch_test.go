@@ -105,6 +105,30 @@ func TestRecordMatching(t *testing.T) {
 			want: []Finding{{Kind: KindBatch, Verdict: Duplicated}},
 		},
 		{
+			// Records of one content repeated in their batch (empty
+			// records, a constant value) tell nothing: two unanswered
+			// batches of them are no re-send (issue 13: 40 batches of
+			// 4-byte records made a false record_resend).
+			name: "records repeated in their own batch",
+			all:  true,
+			exchanges: []*decode.Exchange{
+				noResp(ex(conn1, 1, 0, noAnswer, 0, 0, recs(0xa, 7, 7, 7, 7)), decode.NoResponseEndOfCapture),
+				noResp(ex(conn1, 2, 100, noAnswer, 0, 0, recs(0xb, 7, 7, 7)), decode.NoResponseEndOfCapture),
+				ex(conn1, 3, 200, 210, 0, 0, recs(0xc, 7, 7)),
+			},
+		},
+		{
+			// The distinctive records of a rebuilt retry are still matched
+			// beside repeated ones (which leave the batches unalike).
+			name: "rebuilt with repeated records beside",
+			exchanges: []*decode.Exchange{
+				ex(conn1, 1, 0, 520, 7, 0, recs(0xa, 7, 7, 1, 2)),
+				ex(conn1, 2, 600, 610, 0, 4, recs(0xb, 7, 7, 1, 2)),
+			},
+			want:    []Finding{{Kind: KindRecordResend, Verdict: Duplicated, BatchRelation: RelationRebatched, NumRecords: 2}},
+			offsets: [][][]int64{{{2, 6}, {3, 7}}},
+		},
+		{
 			// Another partition is another record.
 			name: "other partition",
 			exchanges: []*decode.Exchange{

@@ -60,22 +60,49 @@ type RecordHeader struct {
 	ValueLen int
 }
 
+// maxRecordsHeld bounds the bytes of the records kept for the batches
+// remembered (recordsSize counts them): with --records 1000, a few KB per
+// batch would add up to gigabytes over MaxBatches batches. Beyond it a
+// batch's records are not kept (Stats.RecordsNotKept): a finding on it
+// shows none.
+const maxRecordsHeld = 32 << 20
+
+// recordsSize is about the memory recs hold.
+func recordsSize(recs []decode.Record) int {
+	n := 0
+	for i := range recs {
+		r := &recs[i]
+		n += 64 + len(r.Key) + len(r.Value)
+		for _, h := range r.Headers {
+			n += 48 + len(h.Key) + len(h.Value)
+		}
+	}
+	return n
+}
+
 // keepRecords remembers the records of the batch newly filed in slot, when
-// decode read any. The map is made on first use, so a run without records
-// pays nothing for it.
+// decode read any, within maxRecordsHeld. The map is made on first use, so
+// a run without records pays nothing for it.
 func (d *Detector) keepRecords(slot int32, bt *decode.Batch) {
 	if len(bt.Records) == 0 {
+		return
+	}
+	size := recordsSize(bt.Records)
+	if d.recordsHeld+size > maxRecordsHeld {
+		d.stats.RecordsNotKept++
 		return
 	}
 	if d.records == nil {
 		d.records = make(map[int32][]decode.Record)
 	}
 	d.records[slot] = bt.Records
+	d.recordsHeld += size
 }
 
 // forgetRecords drops the records of the batch in slot.
 func (d *Detector) forgetRecords(slot int32) {
-	if d.records != nil {
+	if recs, ok := d.records[slot]; ok {
+		d.recordsHeld -= recordsSize(recs)
 		delete(d.records, slot)
 	}
 }

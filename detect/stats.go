@@ -42,6 +42,13 @@ type Stats struct {
 	RecordPrints   int64
 	RecordsEvicted int64
 	RecordFindings int64
+	// RecordsNotKept counts the batches whose records (decode's
+	// Options.Records) were not kept, the records held being at their
+	// bound: their findings show no records.
+	RecordsNotKept int64
+	// RecordsAmbiguous counts the record prints not matched because their
+	// own batch holds the same record content again: not distinctive.
+	RecordsAmbiguous int64
 	// Echoes counts the exchanges that were copies of a request seen on
 	// another connection (a proxy's two legs, NAT, a capture given twice:
 	// echo.go), folded into the first copy: not attempts, nor counted in

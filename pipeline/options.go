@@ -163,6 +163,7 @@ func (o *Options) decodeOptions(n int) decode.Options {
 	}
 	return decode.Options{Ports: o.Ports, Sniff: o.Sniff, Records: o.Records, RecordPrints: o.RecordMatch || o.AppDuplicates, Clusters: o.Clusters,
 		MaxConnections:        max(maxListedConnections/n, 1),
+		MaxPrintBytes:         decode.DefaultMaxPrintBytes / n,
 		MaxHeldFrameBytes:     o.MaxFrameBytes,
 		MaxBufferedFrameBytes: max(decode.DefaultMaxBufferedFrameBytes/int64(n), held),
 		MaxDecompressedTotal:  max(budget/int64(n), 1)}

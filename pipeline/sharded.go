@@ -44,7 +44,7 @@ import (
 // no particular order; the merger takes worker 0's first, then worker 1's.
 //
 // One difference remains: the bound on out-of-order data held waiting for
-// holes to be filled (AssemblerOptions.MaxBufferedPagesTotal, ~120 MB) is
+// holes to be filled (AssemblerOptions.MaxBufferedPagesTotal, ~30 MB) is
 // split between the workers, so a capture that reaches it (a hole with
 // tens of megabytes queued behind it) may give up other holes.
 
