@@ -23,6 +23,10 @@ FUZZ_TARGETS = \
 	./decode:FuzzRecords \
 	./decode:FuzzFetchResponse \
 	./decode:FuzzSASL \
+	./decode:FuzzFrameAlloc \
+	./decode:FuzzProduceAlloc \
+	./decode:FuzzFetchAlloc \
+	./decode:FuzzRecordsAlloc \
 	./detect:FuzzOrder \
 	./detect:FuzzRecordMatch \
 	./capture/tlsdecrypt:FuzzRecords \

@@ -136,3 +136,31 @@ func TestDecompressBudget(t *testing.T) {
 		t.Errorf("own Printer once spent: %v, want errBudget", err)
 	}
 }
+
+// TestCodecClaims: a section whose header claims more than its bytes hold
+// (a gzip extra field of 65535 bytes, a raw snappy block declaring 16 MiB
+// in 4 bytes) is refused before the claim is allocated, and a failure is
+// charged to the budget for what it decompressed.
+func TestCodecClaims(t *testing.T) {
+	tests := []struct {
+		name  string
+		codec int16
+		src   []byte
+	}{
+		{"gzip extra field", 1, []byte{0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff}},
+		{"snappy declared length", 2, binary.AppendUvarint(nil, 16<<20)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewPrinter(Options{})
+			var err error
+			n := allocated(func() { _, _, err = p.decompress(tt.codec, tt.src) })
+			if err == nil {
+				t.Errorf("no error")
+			}
+			if n > 16<<10 {
+				t.Errorf("allocated %d bytes for a %d-byte section", n, len(tt.src))
+			}
+		})
+	}
+}

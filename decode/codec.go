@@ -9,7 +9,6 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
-	"github.com/pierrec/lz4/v4"
 )
 
 // Codecs as attributes bits 0-2 number them:
@@ -18,7 +17,7 @@ import (
 //	2 snappy  a raw snappy block (franz-go, librdkafka, sarama), or xerial
 //	          framing (the Java client): "\x82SNAPPY\x00", version and
 //	          compat int32s, then int32-length-prefixed raw blocks
-//	3 lz4     an LZ4 frame (pierrec/lz4)
+//	3 lz4     an LZ4 frame, read block by block (lz4.go) with pierrec/lz4
 //	4 zstd    a zstd frame (klauspost/compress/zstd), single-threaded
 //
 // Every codec stops at Options.MaxDecompressedBytes: what lies beyond is
@@ -38,6 +37,11 @@ import (
 // that a frame cannot make the decoder hold more than that plus the cap.
 const maxZstdWindow = 8 << 20
 
+// maxSnappyRatio bounds what a raw snappy block may decode to per byte: a
+// copy of 64 bytes takes a 2-byte tag and offset at least (snappy's
+// format), so no block expands more than 32 times.
+const maxSnappyRatio = 32
+
 // xerialMagic starts a snappy section framed by the Java client.
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
@@ -52,9 +56,13 @@ var errBudget = errors.New("decode: decompression budget spent")
 type codecs struct {
 	src  bytes.Reader
 	gz   *gzip.Reader
-	lz   *lz4.Reader
 	zstd *zstd.Decoder
 	buf  []byte // the last decompressed section
+	// zstdFrames counts the zstd sections read: the library allocates
+	// some kilobytes of scratch for each frame whose compressed literals
+	// do not decode, a fixed cost per batch (the allocation fuzz targets
+	// allow for it).
+	zstdFrames int
 }
 
 // decompress returns src decompressed with codec, at most
@@ -66,9 +74,26 @@ func (p *Printer) decompress(codec int16, src []byte) (out []byte, truncated boo
 		return nil, false, errBudget
 	}
 	out, truncated, err = p.decompressCapped(codec, src, int(min(int64(p.limit), p.budget)))
-	p.budget -= int64(len(out))
-	p.stats.DecompressedBytes += int64(len(out))
+	// A section that fails (a wrong gzip checksum at its end) is charged
+	// what it decompressed before failing, so that failures too spend
+	// the budget.
+	used := max(len(out), len(p.codecs.buf))
+	p.budget -= int64(used)
+	p.stats.DecompressedBytes += int64(used)
 	return out, truncated, err
+}
+
+// gzipHeaderFits refuses a gzip stream whose header's extra field claims
+// more bytes than the stream holds: the gzip reader would allocate the
+// claim (up to 64 KiB) before finding the bytes missing.
+func gzipHeaderFits(src []byte) error {
+	const fextra = 1 << 2
+	if len(src) >= 12 && src[3]&fextra != 0 {
+		if n := int(src[10]) | int(src[11])<<8; n > len(src)-12 {
+			return fmt.Errorf("decode: gzip: extra field of %d bytes in a stream of %d", n, len(src))
+		}
+	}
+	return nil
 }
 
 // decompressCapped is decompress with the cap limit.
@@ -77,9 +102,13 @@ func (p *Printer) decompressCapped(codec int16, src []byte, limit int) (out []by
 	if cap(c.buf) > keepBufBytes {
 		c.buf = nil // one large section must not hold memory for the run
 	}
+	c.buf = c.buf[:0] // what this call decompresses, for decompress to charge
 	c.src.Reset(src)
 	switch codec {
 	case 1:
+		if err := gzipHeaderFits(src); err != nil {
+			return nil, false, err
+		}
 		if c.gz == nil {
 			c.gz = new(gzip.Reader)
 		}
@@ -93,12 +122,7 @@ func (p *Printer) decompressCapped(codec int16, src []byte, limit int) (out []by
 		}
 		return c.snappyBlock(c.buf[:0], src, limit)
 	case 3:
-		if c.lz == nil {
-			c.lz = lz4.NewReader(&c.src)
-		} else {
-			c.lz.Reset(&c.src)
-		}
-		return c.readCapped(c.lz, limit, "lz4")
+		return c.lz4Frame(src, limit)
 	case 4:
 		if c.zstd == nil {
 			// One goroutine-free decoder per Decoder, its window bounded.
@@ -111,6 +135,7 @@ func (p *Printer) decompressCapped(codec int16, src []byte, limit int) (out []by
 				return nil, false, fmt.Errorf("decode: zstd: %w", err)
 			}
 		}
+		c.zstdFrames++
 		if err := c.zstd.Reset(&c.src); err != nil {
 			return nil, false, fmt.Errorf("decode: zstd: %w", err)
 		}
@@ -158,6 +183,11 @@ func (c *codecs) snappyBlock(dst, src []byte, limit int) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("decode: snappy: %w", err)
 	}
+	if n > maxSnappyRatio*len(src)+64 {
+		// More than a block of that size can hold: refused before the
+		// room for it is made.
+		return nil, false, fmt.Errorf("decode: snappy: block of %d bytes decodes to %d", len(src), n)
+	}
 	if n > limit-len(dst) {
 		c.buf = dst
 		return dst, true, nil
@@ -169,6 +199,7 @@ func (c *codecs) snappyBlock(dst, src []byte, limit int) ([]byte, bool, error) {
 	}
 	out, err := snappy.Decode(dst[len(dst):len(dst)+n], src)
 	if err != nil {
+		c.buf = dst[:len(dst)+n] // the room made is kept, and charged
 		return nil, false, fmt.Errorf("decode: snappy: %w", err)
 	}
 	dst = dst[:len(dst)+len(out)]

@@ -82,6 +82,7 @@
 //   - records.go: Record and RecordHeader, the first records of a batch read.
 //   - prints.go: record prints made on demand: Printer, Batch.RecordPrints.
 //   - codec.go: gzip, snappy, lz4 and zstd, each capped in what it allocates.
+//   - lz4.go: LZ4 frames read block by block into the capped output.
 //   - metadata.go: Metadata responses naming the topics of Produce v13.
 //   - cluster.go: the cluster of each broker address, from Metadata v2+,
 //     DescribeCluster and Options.Clusters (Exchange.Cluster).

@@ -3,6 +3,7 @@ package decode
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -224,6 +225,9 @@ func (d *Decoder) parseFetchResponse(f *Fetch, body []byte) error {
 		if topic != "" {
 			topic = d.intern(topic)
 		}
+		// Sized to the count (checked against the bytes left) rather than
+		// grown by append, which would hold twice the room.
+		f.Partitions = slices.Grow(f.Partitions, parts)
 		for range parts {
 			fp := FetchedPartition{Topic: topic, TopicID: id, LastStableOffset: -1, LogStartOffset: -1}
 			fp.Partition = r.Int32()

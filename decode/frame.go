@@ -188,6 +188,9 @@ func (d *Decoder) probeRequest(b []byte, strict bool) (probe, int) {
 	if !complete {
 		return probeMore, 4 + int(size)
 	}
+	if h.key == keyProduce && plausibleProduceRequest(frame[h.size:], h.version) != nil {
+		return probeNo, 0 // before kmsg allocates for its counts
+	}
 	req := d.request(h.key)
 	req.SetVersion(h.version)
 	err = req.ReadFrom(frame[h.size:])
@@ -231,6 +234,9 @@ func (c *Conn) probeResponse(b []byte) (probe, int) {
 			return probeNo, 0
 		}
 		body = body[n:]
+	}
+	if plausibleProduceResponse(body, p.version) != nil {
+		return probeNo, 0
 	}
 	resp := &c.d.presp
 	resp.Version = p.version

@@ -28,6 +28,11 @@ var (
 	minRecordError   = [2]int64{6, 3}
 )
 
+// minBatchBytes is the smallest batch on the wire: a legacy message of
+// magic 0 with null key and value (offset, size, CRC, magic, attributes,
+// two lengths).
+const minBatchBytes = 26
+
 func versionRange(v int16) int {
 	switch {
 	case v >= 13:

@@ -33,7 +33,7 @@ const (
 	DefaultMaxPrintBytes = 32 << 20
 	// minRawClass and maxRawClass bound the pooled buffer sizes, 2^k
 	// bytes; a batch larger than 2^maxRawClass is fingerprinted at once.
-	minRawClass = 9
+	minRawClass = 6
 	maxRawClass = 22
 	// maxRawFree bounds the free buffers kept per class.
 	maxRawFree = 64

@@ -56,7 +56,10 @@ func (c *Conn) produceRequest(dir *direction, h requestHeader, clientID *string,
 	for i := range req.Topics {
 		n += len(req.Topics[i].Partitions)
 	}
-	x.Batches = make([]Batch, 0, n)
+	// Room for a batch per partition, but no more than the body can
+	// hold (a legacy message of 26 bytes is the smallest): partitions of
+	// null records hold none.
+	x.Batches = make([]Batch, 0, min(n, len(body)/minBatchBytes+1))
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		topic := ""

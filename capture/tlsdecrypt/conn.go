@@ -25,17 +25,34 @@ const (
 // and the header of a third, wherever the capture started.
 const maxHold = 2*(recordHeaderLen+maxWire) + recordHeaderLen
 
-// conn is the Stream of one TCP connection.
+// conn is the Stream of one TCP connection. Nearly all connections are
+// plaintext, and every one has a conn, so it holds only what each needs
+// (the inner stream, the endpoints, the mode, the side that spoke first);
+// the rest is in a tlsState, made only for a connection whose first
+// bytes need it. TestPlainConnSize bounds a plaintext connection's cost.
 type conn struct {
 	d     *Decrypter
 	inner capture.Stream
-	a, b  netip.AddrPort
+	// *tlsState is nil until the connection is taken as TLS (modeTLS) or
+	// MidStream (modeMid), is held (modeHold), or its first bytes are too
+	// few to tell (modeSniff); a connection made plaintext lets go of it.
+	*tlsState
 	start time.Time
-	mode  mode
+	// The endpoints A and B, as netip.AddrPorts split in two: AddrPort's
+	// padding would cost a larger size class.
+	addrA, addrB netip.Addr
+	portA, portB uint16
+	mode         mode
+	sniffDir     bool // the side whose first bytes were sniffed or held
+	evicted      bool // ended by Evict: the inner stream is told so
+}
 
+// tlsState is what a connection keeps beyond passing its bytes on: the
+// first bytes sniffed or held, and everything of a TLS or MidStream
+// connection.
+type tlsState struct {
 	sniff    [6]byte
 	sniffN   int
-	sniffDir bool
 	held     []byte // modeHold: the first bytes, copied
 	heldScan int    // len(held) at the last scan
 
@@ -71,8 +88,26 @@ type conn struct {
 	sincePub int
 }
 
+// state returns the connection's tlsState, made on first use.
+func (c *conn) state() *tlsState {
+	if c.tlsState == nil {
+		c.tlsState = &tlsState{listIdx: -1}
+	}
+	return c.tlsState
+}
+
+// endA and endB are the connection's endpoints A and B.
+func (c *conn) endA() netip.AddrPort { return netip.AddrPortFrom(c.addrA, c.portA) }
+func (c *conn) endB() netip.AddrPort { return netip.AddrPortFrom(c.addrB, c.portB) }
+
+// toPlain makes the connection plaintext for good; the bytes its
+// tlsState held stay valid for the caller.
+func (c *conn) toPlain() {
+	c.mode, c.tlsState = modePlain, nil
+}
+
 // pending is a record (or a gap, when gap is true) kept while a
-// connection waits for its keys; rec indexes conn.arena.
+// connection waits for its keys; off and end index tlsState.arena.
 type pending struct {
 	fromA    bool
 	gap      bool
@@ -166,10 +201,11 @@ func (c *conn) Data(fromA bool, data []byte, ts time.Time) bool {
 func (c *conn) Gap(fromA bool, n int, ts time.Time) {
 	switch c.mode {
 	case modeSniff:
-		if c.sniffN > 0 {
+		if c.tlsState != nil && c.sniffN > 0 {
 			// Too few bytes to tell, and the rest lost: plaintext.
-			c.mode = modePlain
-			c.inner.Data(c.sniffDir, c.sniff[:c.sniffN], ts)
+			p := c.sniff[:c.sniffN]
+			c.toPlain()
+			c.inner.Data(c.sniffDir, p, ts)
 		}
 		c.inner.Gap(fromA, n, ts)
 		return
@@ -194,9 +230,10 @@ func (c *conn) Gap(fromA bool, n int, ts time.Time) {
 
 // Close implements capture.Stream.
 func (c *conn) Close(ts time.Time) {
-	if c.mode == modeSniff && c.sniffN > 0 {
-		c.mode = modePlain
-		c.inner.Data(c.sniffDir, c.sniff[:c.sniffN], ts)
+	if c.mode == modeSniff && c.tlsState != nil && c.sniffN > 0 {
+		p := c.sniff[:c.sniffN]
+		c.toPlain()
+		c.inner.Data(c.sniffDir, p, ts)
 	}
 	if c.mode == modeHold {
 		c.release(ts)
@@ -220,7 +257,18 @@ func (c *conn) Close(ts time.Time) {
 		}
 		c.finishClose()
 	}
+	if e, ok := c.inner.(capture.Evicter); ok && c.evicted {
+		e.Evict(ts)
+		return
+	}
 	c.inner.Close(ts)
+}
+
+// Evict is Close for a connection capture closes early, holding too many
+// (capture.Evicter): the inner stream is told Evict, if it listens.
+func (c *conn) Evict(ts time.Time) {
+	c.evicted = true
+	c.Close(ts)
 }
 
 // finishClose is the end of a TLS connection's Close: its state published
@@ -316,21 +364,13 @@ func chainedRecords(p []byte) bool {
 }
 
 func (c *conn) sniffData(fromA bool, data []byte, ts time.Time) bool {
-	if c.sniffN > 0 && fromA != c.sniffDir {
-		// The other side speaks before the first bytes were clear: no TLS
-		// client does that.
-		c.mode = modePlain
-		if !c.inner.Data(c.sniffDir, c.sniff[:c.sniffN], ts) {
-			return false
-		}
-		return c.inner.Data(fromA, data, ts)
-	}
-	if c.sniffN == 0 {
+	if c.tlsState == nil {
+		// The first bytes; a tlsState keeps them if too few to tell.
 		switch classify(data) {
 		case isPlain:
 			if data[0] != 0 && !chainedRecords(data) && len(data) < maxHold {
 				c.mode, c.sniffDir = modeHold, fromA
-				c.held = append(make([]byte, 0, maxHold), data...)
+				c.state().held = append(make([]byte, 0, maxHold), data...)
 				return true
 			}
 			c.mode, c.sniffDir = modeFirst, fromA
@@ -346,17 +386,29 @@ func (c *conn) sniffData(fromA bool, data []byte, ts time.Time) bool {
 			return true
 		}
 		c.sniffDir = fromA
-		c.sniffN = copy(c.sniff[:], data)
+		s := c.state()
+		s.sniffN = copy(s.sniff[:], data)
 		return true
 	}
-	took := copy(c.sniff[c.sniffN:], data)
-	c.sniffN += took
-	p := c.sniff[:c.sniffN]
+	s := c.tlsState
+	if fromA != c.sniffDir {
+		// The other side speaks before the first bytes were clear: no TLS
+		// client does that.
+		p := s.sniff[:s.sniffN]
+		c.toPlain()
+		if !c.inner.Data(c.sniffDir, p, ts) {
+			return false
+		}
+		return c.inner.Data(fromA, data, ts)
+	}
+	took := copy(s.sniff[s.sniffN:], data)
+	s.sniffN += took
+	p := s.sniff[:s.sniffN]
 	switch classify(p) {
 	case needMore:
 		return true
 	case isPlain:
-		c.mode = modePlain
+		c.toPlain()
 		if !c.inner.Data(fromA, p, ts) {
 			return false
 		}
@@ -366,7 +418,7 @@ func (c *conn) sniffData(fromA bool, data []byte, ts time.Time) bool {
 		return c.inner.Data(fromA, data[took:], ts)
 	case isHello:
 		c.startTLS(fromA, ts)
-		c.sniffN = 0
+		s.sniffN = 0
 		if !c.Data(fromA, p, ts) {
 			return false
 		}
@@ -419,11 +471,12 @@ func (c *conn) holdData(fromA bool, data []byte, ts time.Time) bool {
 // release hands the held bytes on as plaintext.
 func (c *conn) release(ts time.Time) bool {
 	held := c.held
-	c.held, c.mode = nil, modePlain
+	c.toPlain()
 	return c.inner.Data(c.sniffDir, held, ts)
 }
 
 func (c *conn) startTLS(clientIsA bool, ts time.Time) {
+	c.state() // made now, or kept from the first bytes sniffed
 	c.mode = modeTLS
 	c.clientIsA = clientIsA
 	for i := range c.h {
@@ -431,9 +484,9 @@ func (c *conn) startTLS(clientIsA bool, ts time.Time) {
 		h.fromA = i == 0
 		h.client = h.fromA == clientIsA
 	}
-	c.st.Client, c.st.Broker = c.a, c.b
+	c.st.Client, c.st.Broker = c.endA(), c.endB()
 	if !clientIsA {
-		c.st.Client, c.st.Broker = c.b, c.a
+		c.st.Client, c.st.Broker = c.endB(), c.endA()
 	}
 	c.st.Start = c.start
 	c.pub = c.st
@@ -441,13 +494,14 @@ func (c *conn) startTLS(clientIsA bool, ts time.Time) {
 }
 
 func (c *conn) startMid(fromA bool, data []byte, ts time.Time) {
+	c.state() // made now, or kept from the first bytes sniffed or held
 	c.mode = modeMid
 	// No ClientHello tells the client: a configured broker port does,
 	// else the lower port is taken for the broker's.
-	c.st.Client, c.st.Broker = c.a, c.b
-	aBroker, bBroker := slices.Contains(c.d.opts.Ports, c.a.Port()), slices.Contains(c.d.opts.Ports, c.b.Port())
-	if aBroker && !bBroker || aBroker == bBroker && c.a.Port() < c.b.Port() {
-		c.st.Client, c.st.Broker = c.b, c.a
+	c.st.Client, c.st.Broker = c.endA(), c.endB()
+	aBroker, bBroker := slices.Contains(c.d.opts.Ports, c.portA), slices.Contains(c.d.opts.Ports, c.portB)
+	if aBroker && !bBroker || aBroker == bBroker && c.portA < c.portB {
+		c.st.Client, c.st.Broker = c.endB(), c.endA()
 	}
 	c.st.Start = c.start
 	c.st.LostBytes = int64(len(data))

@@ -207,7 +207,7 @@ func (d *Decrypter) Wrap(next capture.NewStreamFunc) capture.NewStreamFunc {
 		if inner == nil {
 			return nil
 		}
-		return &conn{d: d, inner: inner, a: a, b: b, start: ts, listIdx: -1}
+		return &conn{d: d, inner: inner, start: ts, addrA: a.Addr(), addrB: b.Addr(), portA: a.Port(), portB: b.Port()}
 	}
 }
 

@@ -44,7 +44,9 @@
 // direction is [Undecryptable]. Every loss is passed on as a Gap. Malformed
 // key log lines are counted with their position, never fatal. Secret bytes
 // never appear in an error, a message or a String; nothing panics on bad
-// input, and a record decrypts without allocating.
+// input, and a record decrypts without allocating. A plaintext
+// connection costs one allocation of under 128 bytes: the state of TLS is
+// made only for a connection whose first bytes need it.
 //
 // # Files
 //
@@ -53,7 +55,8 @@
 //   - decrypter.go: Decrypter, Options, Wrap, Status, ConnState, Stats,
 //     KeyLines; session and ticket caches for TLS 1.2 resumption.
 //   - conn.go: a connection's Stream: first-bytes check, record framing,
-//     handshake state, late keys, gaps.
+//     handshake state, late keys, gaps; the small conn every connection
+//     has, and the tlsState of those whose first bytes need more.
 //   - hello.go: ClientHello, ServerHello and handshake message parsing.
 //   - record.go: recordCipher, opening TLS 1.3 and 1.2 records.
 //   - keysched.go: HKDF-Expand-Label, KeyUpdate, the TLS 1.2 PRF and key
