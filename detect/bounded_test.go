@@ -235,8 +235,8 @@ func TestRecordsHeldBound(t *testing.T) {
 		b := plain(uint32(i))
 		b.Records = recs
 		d.Produce(ex(conn1, int32(i), float64(i)/1000, float64(i)/1000+0.5, 0, int64(i), b))
-		if d.recordsHeld > maxRecordsHeld {
-			t.Fatalf("after %d batches: %d bytes of records held, bound %d", i+1, d.recordsHeld, maxRecordsHeld)
+		if d.recBudget.held > maxRecordsHeld {
+			t.Fatalf("after %d batches: %d bytes of records held, bound %d", i+1, d.recBudget.held, maxRecordsHeld)
 		}
 	}
 	if st := d.Stats(); st.RecordsNotKept < int64(n/2-1) {
@@ -244,7 +244,7 @@ func TestRecordsHeldBound(t *testing.T) {
 	}
 	d.Produce(ex(conn1, int32(n), 3600_000, 3600_000.5, 0, int64(n), plain(uint32(n))))
 	d.Flush()
-	if d.recordsHeld != 0 {
-		t.Errorf("%d bytes of records held once every batch was forgotten", d.recordsHeld)
+	if d.recBudget.held != 0 {
+		t.Errorf("%d bytes of records held once every batch was forgotten", d.recBudget.held)
 	}
 }

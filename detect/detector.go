@@ -162,8 +162,9 @@ type Detector struct {
 	// records holds the records decode read of a remembered batch, by
 	// slot; nil while none came (decode.Options.Records off).
 	records map[int32][]decode.Record
-	// recordsHeld is recordsSize over records, at most maxRecordsHeld.
-	recordsHeld int
+	// recBudget counts the records held by records and by recs'
+	// carriers, at most maxRecordsHeld.
+	recBudget *recordBudget
 	// recs is the record-level matching state, nil until prints come.
 	recs *recState
 	// hot holds, per client and partition (partitionKey), the batches
@@ -199,6 +200,7 @@ func New(opts Options) *Detector {
 		echoWindow = int64(DefaultEchoWindow)
 	}
 	return &Detector{
+		recBudget:  &recordBudget{},
 		opts:       opts,
 		echoWindow: echoWindow,
 		scope:      opts.Scope,

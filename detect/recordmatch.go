@@ -106,6 +106,8 @@ type recQueued struct {
 // recState is the record-level matching state of a Detector, made when the
 // first prints come.
 type recState struct {
+	// budget counts the records the carriers hold (the Detector's).
+	budget *recordBudget
 	// sorted and repeated are scratch for repeatedIn.
 	sorted, repeated []uint64
 	entries          map[uint64]recEntry
@@ -200,7 +202,7 @@ func (d *Detector) matchRecords(o owner, bt *decode.Batch, at *attempt, seen int
 func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen int64, prints []decode.RecordPrint) {
 	rs := d.recs
 	if rs == nil {
-		rs = &recState{entries: make(map[uint64]recEntry)}
+		rs = &recState{entries: make(map[uint64]recEntry), budget: d.recBudget}
 		d.recs = rs
 	}
 	ci := rs.newCarrier()
@@ -213,7 +215,13 @@ func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen i
 		numRecords: bt.NumRecords,
 		length:     bt.Length,
 		magic:      bt.Magic,
-		records:    bt.Records,
+	}
+	if len(bt.Records) > 0 {
+		if rs.budget.take(bt.Records) {
+			c.records = bt.Records
+		} else {
+			d.stats.RecordsNotKept++
+		}
 	}
 	repeated := rs.repeatedIn(prints)
 	for _, p := range prints {
@@ -265,7 +273,7 @@ func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen i
 		rs.order.Push(recQueued{time: seen, key: k})
 	}
 	if rs.carriers[ci].refs == 0 {
-		rs.freeC = append(rs.freeC, ci)
+		rs.free(ci)
 	}
 	for len(rs.entries) > d.opts.MaxRecords {
 		if !d.evictRecord() {
@@ -335,11 +343,19 @@ func (rs *recState) newCarrier() int32 {
 }
 
 func (rs *recState) release(ci int32) {
-	c := &rs.carriers[ci]
-	if c.refs--; c.refs == 0 {
-		*c = carrier{}
-		rs.freeC = append(rs.freeC, ci)
+	if c := &rs.carriers[ci]; c.refs > 0 {
+		if c.refs--; c.refs == 0 {
+			rs.free(ci)
+		}
 	}
+}
+
+// free forgets carrier ci, no longer referred to, and its records.
+func (rs *recState) free(ci int32) {
+	c := &rs.carriers[ci]
+	rs.budget.give(c.records)
+	*c = carrier{}
+	rs.freeC = append(rs.freeC, ci)
 }
 
 func (rs *recState) newDup(key, print uint64) int32 {

@@ -61,24 +61,42 @@ type RecordHeader struct {
 }
 
 // maxRecordsHeld bounds the bytes of the records kept for the batches
-// remembered (recordsSize counts them): with --records 1000, a few KB per
-// batch would add up to gigabytes over MaxBatches batches. Beyond it a
-// batch's records are not kept (Stats.RecordsNotKept): a finding on it
-// shows none.
+// remembered and for the attempts record-level matching remembers
+// (recordsSize counts them): with --records 1000, a few KB per batch would
+// add up to gigabytes over MaxBatches batches. Beyond it a batch's records
+// are not kept (Stats.RecordsNotKept): a finding on it shows none.
 const maxRecordsHeld = 32 << 20
 
-// recordsSize is about the memory recs hold.
+// recordsSize is about the memory recs hold: the Record structs and the
+// copies of their keys, values and headers.
 func recordsSize(recs []decode.Record) int {
 	n := 0
 	for i := range recs {
 		r := &recs[i]
-		n += 64 + len(r.Key) + len(r.Value)
+		n += 128 + len(r.Key) + len(r.Value)
 		for _, h := range r.Headers {
-			n += 48 + len(h.Key) + len(h.Value)
+			n += 64 + len(h.Key) + len(h.Value)
 		}
 	}
 	return n
 }
+
+// recordBudget counts the bytes of records held, by the batches remembered
+// and by the carriers of record-level matching, within maxRecordsHeld.
+type recordBudget struct{ held int }
+
+// take reports whether recs fit in the budget, counting them if so.
+func (b *recordBudget) take(recs []decode.Record) bool {
+	size := recordsSize(recs)
+	if b.held+size > maxRecordsHeld {
+		return false
+	}
+	b.held += size
+	return true
+}
+
+// give gives back what take counted for recs.
+func (b *recordBudget) give(recs []decode.Record) { b.held -= recordsSize(recs) }
 
 // keepRecords remembers the records of the batch newly filed in slot, when
 // decode read any, within maxRecordsHeld. The map is made on first use, so
@@ -87,8 +105,7 @@ func (d *Detector) keepRecords(slot int32, bt *decode.Batch) {
 	if len(bt.Records) == 0 {
 		return
 	}
-	size := recordsSize(bt.Records)
-	if d.recordsHeld+size > maxRecordsHeld {
+	if !d.recBudget.take(bt.Records) {
 		d.stats.RecordsNotKept++
 		return
 	}
@@ -96,13 +113,12 @@ func (d *Detector) keepRecords(slot int32, bt *decode.Batch) {
 		d.records = make(map[int32][]decode.Record)
 	}
 	d.records[slot] = bt.Records
-	d.recordsHeld += size
 }
 
 // forgetRecords drops the records of the batch in slot.
 func (d *Detector) forgetRecords(slot int32) {
 	if recs, ok := d.records[slot]; ok {
-		d.recordsHeld -= recordsSize(recs)
+		d.recBudget.give(recs)
 		delete(d.records, slot)
 	}
 }

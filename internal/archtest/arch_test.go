@@ -35,6 +35,7 @@ var rules = []rule{
 	{pkg: "report/metrics", direct: []string{"decode"}, deep: []string{"capture", "pipeline", "cmd/kdupcap", "github.com/twmb/franz-go/pkg/kgo"}},
 	{pkg: "pipeline", deep: []string{"cmd/kdupcap"}},
 	{pkg: "internal/fifo", deep: []string{"capture", "decode", "detect", "profile", "report", "pipeline"}},
+	{pkg: "internal/hostile", deep: []string{"capture", "decode", "detect", "profile", "report", "pipeline"}},
 }
 
 type listed struct {
