@@ -20,8 +20,8 @@ const (
 	DefaultMaxBufferedPagesTotal = 16384
 	// DefaultMaxConnections bounds the connections open at once
 	// (AssemblerOptions.MaxConnections): some 2 KB each with decode's
-	// state, 64 MB in all.
-	DefaultMaxConnections = 32768
+	// state, 32 MB in all.
+	DefaultMaxConnections = 16384
 )
 
 // AssemblerOptions tunes an Assembler; zero fields take the defaults.

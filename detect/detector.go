@@ -12,11 +12,11 @@ import (
 // Defaults for Options.
 const (
 	DefaultWindow = 10 * time.Minute
-	// DefaultMaxBatches bounds the detector's memory to about 105 MB
+	// DefaultMaxBatches bounds the detector's memory to about 52 MB
 	// (some 400 bytes a batch, indexes and queues included), whatever the
 	// window: at 10 minutes a busy broker's batches would not fit.
 	// Stats.EvictedAge says how far back the bound let a run look.
-	DefaultMaxBatches = 1 << 18
+	DefaultMaxBatches = 1 << 17
 	DefaultSettle     = 30 * time.Second
 )
 

@@ -58,7 +58,7 @@ const DefaultEchoWindow = time.Second
 const (
 	// maxEchoes bounds the exchanges remembered as first copies (about 60
 	// bytes each).
-	maxEchoes = 1 << 17
+	maxEchoes = 1 << 16
 	// echoKeep: a first copy is remembered for echoKeep EchoWindows of
 	// packet time after its exchange completed, for a copy that completes
 	// later (unanswered until its connection closes).

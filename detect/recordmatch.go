@@ -27,7 +27,7 @@ import (
 // together that were carried by the same attempts make one Finding.
 
 // DefaultMaxRecords is the default of Options.MaxRecords.
-const DefaultMaxRecords = 1 << 18
+const DefaultMaxRecords = 1 << 17
 
 // recordWindow bounds how long, in packet time, record prints are
 // remembered (Window, if shorter): clients retry within their delivery

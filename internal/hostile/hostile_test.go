@@ -796,14 +796,14 @@ func noRecordFindings(ck *checker, r *result) {
 	}
 }
 
-// connsEvicted: more connections open at once than kdupcap holds (32768
+// connsEvicted: more connections open at once than kdupcap holds (16384
 // by default) are evicted, the least recently active first, and counted.
 func connsEvicted(ck *checker, r *result) {
 	var n int64
 	if d := r.sum.Dropped; d != nil {
 		n = d.EvictedConns
 	}
-	if open := r.sum.TCPConnections; open > 32768 && n < open-32768 {
+	if open := r.sum.TCPConnections; open > 16384 && n < open-16384 {
 		ck.errorf("summary dropped.evicted_connections %d, with %d connections open at once", n, open)
 	}
 }
