@@ -17,6 +17,8 @@ BENCH_TSHARK_FLAG = $(if $(filter 0,$(BENCH_TSHARK)),-tshark=)
 # package:target pairs that `make test` runs briefly and `make fuzz` longer.
 FUZZ_TARGETS = \
 	./capture:FuzzSource \
+	./capture:FuzzPcapRecords \
+	./capture:FuzzDecodeEthernet \
 	./capture:FuzzPacket \
 	./decode:FuzzConn \
 	./decode:FuzzProduceRequest \

@@ -147,7 +147,8 @@ type Assembler struct {
 	// the order they opened, and the bytes kept aside.
 	holding   []*conn
 	heldBytes int
-	pkt       Packet // the packet being assembled, for conn.keep
+	frame     []byte          // the frame being assembled, for conn.keep
+	link      layers.LinkType // and its link type
 	// live are the connections in reassembly's pool, as far as conns.go
 	// can tell; evictDue says they are over MaxConnections, evicting that
 	// a flush is closing some of them for it; times is scratch for evict.
@@ -255,7 +256,7 @@ func (a *Assembler) Add(p Packet) {
 func (a *Assembler) assemble(p Packet) {
 	tcp := &a.dec.tcp
 	for {
-		a.pkt = p
+		a.frame, a.link = p.Data, p.LinkType
 		a.missing = a.dec.missing
 		if a.ctxQueued {
 			a.ctx, a.ctxQueued = new(packetContext), false

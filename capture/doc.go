@@ -56,12 +56,14 @@
 // # Files
 //
 //   - source.go: Packet, Source, Open and NewSource; the format by magic bytes.
+//   - pcap.go: a pcap's records, parsed in place in the Source's buffer.
 //   - secrets.go: the TLS key logs of pcapng Decryption Secrets Blocks.
 //   - readahead.go: decompression on a goroutine of its own, ahead of Next.
 //   - errors.go: InputError, ErrNotCapture and ErrEmpty.
 //   - oversized.go: MaxPacketBytes; packets over it skipped unread.
 //   - merge.go: Merge, Merged, Layout, Span: several sources as one timeline.
-//   - packet.go: the link, IP and TCP decoder with preallocated layers.
+//   - packet.go: the link, IP and TCP decoder with preallocated layers
+//     (Ethernet, IP and TCP decoded without the parser's lookups).
 //   - assembler.go: Assembler, AssemblerOptions, Stats; Add, Tick, Flush,
 //     Close.
 //   - conn.go: a connection's adapter to gopacket/reassembly; snap-length cuts.

@@ -76,7 +76,7 @@ type Span struct {
 type Merged struct {
 	srcs   []*Source
 	skew   []time.Duration
-	heads  []Packet  // heads[i]: the next packet of srcs[i]
+	heads  []*Packet // heads[i]: the next packet of srcs[i] (its Source's), nil at its end
 	h      mergeHeap // sources with a head packet, earliest first
 	spans  []Span
 	prime  int  // sources primed so far (their first packet read)
@@ -109,7 +109,7 @@ func Merge(srcs []*Source, opts MergeOptions) *Merged {
 	m := &Merged{
 		srcs:  srcs,
 		skew:  make([]time.Duration, len(srcs)),
-		heads: make([]Packet, len(srcs)),
+		heads: make([]*Packet, len(srcs)),
 		h:     make(mergeHeap, 0, len(srcs)),
 		spans: make([]Span, len(srcs)),
 		ahead: make([]bool, len(srcs)),
@@ -150,7 +150,7 @@ func (m *Merged) Next() (Packet, error) {
 		return Packet{}, io.EOF
 	}
 	m.out = true
-	return m.heads[m.h[0].src], nil
+	return *m.heads[m.h[0].src], nil
 }
 
 // read reads the next packet of source i into heads[i] and sets its place
@@ -161,10 +161,11 @@ func (m *Merged) read(i int) error {
 		m.ahead[i] = true
 		m.aheadN++
 	}
-	pkt, err := m.srcs[i].Next()
+	src := m.srcs[i]
+	err := src.next()
 	if m.onSecrets != nil {
-		for _, k := range m.srcs[i].newSecrets() {
-			m.onSecrets(m.srcs[i].name, k)
+		for _, k := range src.newSecrets() {
+			m.onSecrets(src.name, k)
 		}
 	}
 	if err != nil {
@@ -172,7 +173,7 @@ func (m *Merged) read(i int) error {
 			m.ahead[i] = false
 			m.aheadN--
 		}
-		m.heads[i] = Packet{}
+		m.heads[i] = nil
 		if m.primed {
 			heap.Pop(&m.h)
 		}
@@ -181,7 +182,10 @@ func (m *Merged) read(i int) error {
 		}
 		return err
 	}
-	pkt.CI.Timestamp = pkt.CI.Timestamp.Add(m.skew[i])
+	pkt := &src.pkt
+	if m.skew[i] != 0 {
+		pkt.CI.Timestamp = pkt.CI.Timestamp.Add(m.skew[i])
+	}
 	m.heads[i] = pkt
 	ts := pkt.CI.Timestamp
 	sp := &m.spans[i]
@@ -194,7 +198,9 @@ func (m *Merged) read(i int) error {
 	sp.Packets++
 	if m.primed {
 		m.h[0].ts = ts
-		heap.Fix(&m.h, 0)
+		if len(m.h) > 1 { // a single source stays where it is
+			heap.Fix(&m.h, 0)
+		}
 	} else {
 		m.h = append(m.h, mergeItem{ts: ts, src: i})
 	}

@@ -1,24 +1,24 @@
 package capture
 
 import (
-	"encoding/binary"
 	"errors"
 	"io"
 	"strings"
-	"time"
 )
 
 // Packets over a bound. A packet record says how many bytes it holds, and
 // pcapgo reads them whole into one buffer: a record of 2 GiB (one that
-// claims it, with a snap length of 2^32-1) would be allocated whole. So the
+// claims it, with a snap length of 2^32-1) would be allocated whole. A
+// pcap's records are read by Source itself (pcap.go), which skips the bytes
+// of a record over MaxPacketBytes through its read buffer. For a pcapng, the
 // Source's tap (secretsTap), which sees the capture's bytes before pcapgo,
-// follows the records of a pcap and the blocks of a pcapng; at a packet
-// whose captured bytes exceed MaxPacketBytes it stops the stream
-// (errOversized) until Source.Next has skipped the packet's bytes in
-// chunks. Source.Next then returns the packet with no Data and CI.Length its
-// captured length: an Assembler counts it as Oversized and goes on (the
-// connection's bytes in it are a hole). If the input ends inside such a
-// packet, the Source fails with an InputError, as for any cut record.
+// follows its blocks; at a packet block whose length exceeds the bound it
+// stops the stream (errOversized) until Source.Next has skipped the block's
+// bytes in chunks. Either way Source.Next returns the packet with no Data
+// and CI.Length its captured length (a pcapng's: its block's): an Assembler
+// counts it as Oversized and goes on (the connection's bytes in it are a
+// hole). If the input ends inside such a packet, the Source fails with an
+// InputError, as for any cut record.
 
 // MaxPacketBytes bounds the captured bytes of one packet that a Source
 // reads. Real frames are far smaller: 64 KiB for TSO/GRO aggregates, the
@@ -32,58 +32,18 @@ const MaxPacketBytes = 4 << 20
 // block by its length, MaxPacketBytes+ngBlockSlack.
 const ngBlockSlack = 64 << 10
 
-// pcapRecordHeader is the size of a pcap record header; pcapFileHeader of
-// the file header.
-const (
-	pcapRecordHeader = 16
-	pcapFileHeader   = 24
-)
-
 // errOversized stops the stream under pcapgo at a packet over the bound.
 var errOversized = errors.New("capture: packet over the bound")
 
-// oversized is the packet the tap stopped the stream at.
+// oversized is the packet block the tap stopped the stream at.
 type oversized struct {
-	on    bool
-	n     int64     // its captured bytes (pcapng: its block's)
-	ts    time.Time // pcap: its timestamp
-	hasTS bool
+	on bool
+	n  int64 // its block's bytes
 }
 
 // isPacketBlock reports whether a pcapng block type holds a packet
 // (Enhanced, Simple, or the obsolete Packet Block).
 func isPacketBlock(typ uint32) bool { return typ == 6 || typ == 3 || typ == 2 }
-
-// startPcap reports whether the first bytes of the stream, in hdr, open a
-// pcap; the tap then follows its records.
-func (t *secretsTap) startPcap(magic uint32) bool {
-	switch magic {
-	case magicPcapMicroLE, magicPcapNanoLE:
-		t.order = binary.LittleEndian
-	case magicPcapMicroBE, magicPcapNanoBE:
-		t.order = binary.BigEndian
-	default:
-		return false
-	}
-	t.nano = magic == magicPcapNanoLE || magic == magicPcapNanoBE
-	t.state = tapPcap
-	t.left = pcapFileHeader - 12 // the rest of the file header
-	return true
-}
-
-// startRecord reads a pcap record header, whole in hdr.
-func (t *secretsTap) startRecord() {
-	n := int64(t.order.Uint32(t.hdr[8:]))
-	t.left = n
-	if n <= MaxPacketBytes {
-		return
-	}
-	frac := int64(t.order.Uint32(t.hdr[4:]))
-	if !t.nano {
-		frac *= 1000
-	}
-	t.over = oversized{on: true, n: n, ts: time.Unix(int64(t.order.Uint32(t.hdr[0:])), frac).UTC(), hasTS: true}
-}
 
 // overBlock stops the stream at a pcapng packet block of length bytes.
 func (t *secretsTap) overBlock(length int64) {

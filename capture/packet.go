@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"encoding/binary"
 	"net/netip"
 
 	"github.com/gopacket/gopacket"
@@ -38,7 +39,15 @@ type decoder struct {
 	// missing is how many TCP payload bytes the IP header announces but the
 	// capture cut off (snap length); 0 when the segment is whole.
 	missing int
+	// truncated is set by the layers decoded by decodeEthernet (the
+	// gopacket.DecodeFeedback the parsers are to theirs).
+	truncated bool
+	// parsersOnly turns decodeEthernet off (for tests comparing the two).
+	parsersOnly bool
 }
+
+// SetTruncated is the gopacket.DecodeFeedback of decodeEthernet's layers.
+func (d *decoder) SetTruncated() { d.truncated = true }
 
 func newDecoder() *decoder {
 	d := &decoder{types: make([]gopacket.LayerType, 0, 8)}
@@ -85,26 +94,84 @@ func (d *decoder) parser(link layers.LinkType, data []byte) *gopacket.DecodingLa
 	return nil
 }
 
+// decodeEthernet decodes the usual frame, Ethernet then IPv4 or IPv6 then
+// TCP, into the layers the parsers share, calling each layer's
+// DecodeFromBytes directly, as ethP would: the same layers filled the same
+// way, without the parser's lookups from one layer to the next. It returns
+// the IP layer's type, or false for any other frame and any layer that does
+// not decode (ethP then decodes the frame from the start and says why).
+// Nothing can follow TCP in ethP (no port of gopacket's maps to a layer it
+// holds), so a TCP layer decoded ends the frame there too.
+func (d *decoder) decodeEthernet(data []byte) (ip gopacket.LayerType, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false // ethP recovers from the same panic and fails
+		}
+	}()
+	d.truncated = false
+	if d.eth.DecodeFromBytes(data, d) != nil {
+		return 0, false
+	}
+	p := d.eth.LayerPayload()
+	if len(p) == 0 {
+		return 0, false
+	}
+	switch ip = d.eth.NextLayerType(); ip {
+	case layers.LayerTypeIPv4:
+		if d.ip4.DecodeFromBytes(p, d) != nil || d.ip4.NextLayerType() != layers.LayerTypeTCP {
+			return 0, false
+		}
+		p = d.ip4.LayerPayload()
+	case layers.LayerTypeIPv6:
+		if d.ip6.DecodeFromBytes(p, d) != nil || d.ip6.NextLayerType() != layers.LayerTypeTCP {
+			return 0, false
+		}
+		p = d.ip6.LayerPayload()
+	default:
+		return 0, false
+	}
+	if len(p) == 0 || d.tcp.DecodeFromBytes(p, d) != nil {
+		return 0, false
+	}
+	return ip, true
+}
+
 // decode decodes one frame. On decodedTCP, d.tcp, d.src, d.dst, d.netFlow
 // and d.missing describe the segment; d.tcp.Payload aliases data.
 func (d *decoder) decode(link layers.LinkType, data []byte) decodeResult {
-	p := d.parser(link, data)
-	if p == nil {
-		return decodedBad
+	var (
+		ip        gopacket.LayerType
+		ok        bool
+		truncated bool
+	)
+	if link == layers.LinkTypeEthernet && !d.parsersOnly && len(data) >= 14 {
+		// Only frames whose EtherType says IP: a VLAN tag would be decoded
+		// twice.
+		if et := layers.EthernetType(binary.BigEndian.Uint16(data[12:])); et == layers.EthernetTypeIPv4 || et == layers.EthernetTypeIPv6 {
+			ip, ok = d.decodeEthernet(data)
+			truncated = d.truncated
+		}
 	}
-	err := p.DecodeLayers(data, &d.types)
-	n := len(d.types)
-	if n == 0 || d.types[n-1] != layers.LayerTypeTCP {
-		if err != nil {
+	if !ok {
+		p := d.parser(link, data)
+		if p == nil {
 			return decodedBad
 		}
-		return decodedNone
-	}
-	if err != nil || n < 2 {
-		return decodedBad
+		err := p.DecodeLayers(data, &d.types)
+		n := len(d.types)
+		if n == 0 || d.types[n-1] != layers.LayerTypeTCP {
+			if err != nil {
+				return decodedBad
+			}
+			return decodedNone
+		}
+		if err != nil || n < 2 {
+			return decodedBad
+		}
+		ip, truncated = d.types[n-2], p.Truncated
 	}
 	var ipLen, ipHeader int
-	switch d.types[n-2] {
+	switch ip {
 	case layers.LayerTypeIPv4:
 		if len(d.ip4.SrcIP) != 4 || len(d.ip4.DstIP) != 4 {
 			return decodedBad
@@ -127,7 +194,7 @@ func (d *decoder) decode(link layers.LinkType, data []byte) decodeResult {
 		return decodedBad
 	}
 	d.missing = 0
-	if p.Truncated && ipLen > 0 {
+	if truncated && ipLen > 0 {
 		if want := ipLen - ipHeader - int(d.tcp.DataOffset)*4; want > len(d.tcp.Payload) {
 			d.missing = want - len(d.tcp.Payload)
 		}

@@ -68,9 +68,11 @@ type hold struct {
 	deadline time.Time // capture time of that direction past which it ran out
 	seen     int       // packets of the connection since it opened
 	// pkts and buf hold the packets kept aside; when no window is open,
-	// their room serves the next one.
-	pkts []keptPacket
-	buf  []byte
+	// their room serves the next one. pkts[:first] have all been given to
+	// reassembly.
+	pkts  []keptPacket
+	buf   []byte
+	first int
 }
 
 // keptPacket is a packet kept aside: its frame is buf[off:off+n].
@@ -103,8 +105,8 @@ func (c *conn) startHold(d int, tcp *layers.TCP, ci gopacket.CaptureInfo) bool {
 	}
 	h := c.hold
 	h.on, h.dir, h.deadline, h.seen = true, d, ci.Timestamp.Add(a.opts.ReorderWindow), 0
-	h.pkts, h.buf = h.pkts[:0], h.buf[:0]
-	if !c.keep(d, tcp.Seq+c.shift[d], tcp) {
+	h.pkts, h.buf, h.first = h.pkts[:0], h.buf[:0], 0
+	if !c.keep(d, tcp.Seq+c.shift[d], tcp, ci) {
 		h.on = false
 		return false
 	}
@@ -113,18 +115,18 @@ func (c *conn) startHold(d int, tcp *layers.TCP, ci gopacket.CaptureInfo) bool {
 	return true
 }
 
-// keep copies the packet being assembled aside, within the bounds; seq is
-// its sequence number as on the wire.
-func (c *conn) keep(d int, seq uint32, tcp *layers.TCP) bool {
+// keep copies the packet being assembled (its frame a.frame, its capture
+// info ci) aside, within the bounds; seq is its sequence number as on the
+// wire.
+func (c *conn) keep(d int, seq uint32, tcp *layers.TCP, ci gopacket.CaptureInfo) bool {
 	a, h := c.a, c.hold
-	p := &a.pkt
-	n := len(p.Data)
+	n := len(a.frame)
 	if len(h.buf)+n > maxHeldBytesPerConn || a.heldBytes+n > maxHeldBytesTotal {
 		return false
 	}
-	h.pkts = append(h.pkts, keptPacket{off: len(h.buf), n: n, ci: p.CI, link: p.LinkType,
+	h.pkts = append(h.pkts, keptPacket{off: len(h.buf), n: n, ci: ci, link: a.link,
 		dir: d, seq: seq, ack: tcp.Ack, hasACK: tcp.ACK})
-	h.buf = append(h.buf, p.Data...)
+	h.buf = append(h.buf, a.frame...)
 	a.heldBytes += n
 	return true
 }
@@ -137,19 +139,22 @@ func (c *conn) keep(d int, seq uint32, tcp *layers.TCP) bool {
 // before the packet is assembled again.
 func (c *conn) holdPacket(d int, tcp *layers.TCP, ci gopacket.CaptureInfo) bool {
 	a, h := c.a, c.hold
+	h.seen++
+	ranOut := h.seen > a.opts.ReorderPackets || d == h.dir && ci.Timestamp.After(h.deadline) || tcp.RST || tcp.SYN
+	if !ranOut && c.follows(d, tcp.Seq) && c.acked(d, tcp.ACK, tcp.Ack) {
+		a.check = c
+		return true // Accept sets c.last next
+	}
+	// Not assembled now: the packet's time counts at once, before kept
+	// packets go in.
 	if ci.Timestamp.After(c.last) {
 		c.last = ci.Timestamp
 	}
-	h.seen++
-	if h.seen > a.opts.ReorderPackets || d == h.dir && ci.Timestamp.After(h.deadline) || tcp.RST || tcp.SYN {
+	if ranOut {
 		a.release = c
 		return false
 	}
-	if c.follows(d, tcp.Seq) && c.acked(d, tcp.ACK, tcp.Ack) {
-		a.check = c
-		return true
-	}
-	if !c.keep(d, tcp.Seq, tcp) {
+	if !c.keep(d, tcp.Seq, tcp, ci) {
 		a.release = c
 	}
 	return false
@@ -181,14 +186,25 @@ func (c *conn) ready(p *keptPacket) bool {
 }
 
 // drain gives the kept packets that can go to reassembly to it, in the
-// connection's order, and closes the window once none is left.
+// connection's order, and closes the window once none is left. Each look
+// for the next starts after those given all before it (h.first), so that
+// segments that come late in order are drained in one pass.
 func (a *Assembler) drain(c *conn) {
 	h := c.hold
 	for h.on {
+		for h.first < len(h.pkts) && h.pkts[h.first].done {
+			h.first++
+		}
 		// The earliest captured of those that can go goes.
-		next := slices.IndexFunc(h.pkts, func(p keptPacket) bool { return !p.done && c.ready(&p) })
+		next := -1
+		for i := h.first; i < len(h.pkts); i++ {
+			if p := &h.pkts[i]; !p.done && c.ready(p) {
+				next = i
+				break
+			}
+		}
 		if next < 0 {
-			if !slices.ContainsFunc(h.pkts, func(p keptPacket) bool { return !p.done }) {
+			if h.first == len(h.pkts) {
 				a.stats.Reordered++
 				a.closeHold(c, false)
 			}
@@ -203,11 +219,11 @@ func (a *Assembler) drain(c *conn) {
 
 // replayKept gives one kept packet to reassembly.
 func (a *Assembler) replayKept(c *conn, buf []byte, p keptPacket) {
-	saved, replaying := a.pkt, a.replaying
+	frame, link, replaying := a.frame, a.link, a.replaying
 	a.replaying = c
 	a.replay(Packet{Data: buf[p.off : p.off+p.n], CI: p.ci, LinkType: p.link})
 	a.replaying = replaying
-	a.pkt = saved
+	a.frame, a.link = frame, link
 }
 
 // closeHold closes c's window; when it ran out (late), the packets still
@@ -232,7 +248,7 @@ func (a *Assembler) closeHold(c *conn, late bool) {
 			}
 		}
 	}
-	h.pkts, h.buf = h.pkts[:0], h.buf[:0]
+	h.pkts, h.buf, h.first = h.pkts[:0], h.buf[:0], 0
 	// Buffers grown for one window are let go: maxHeldBytesTotal bounds
 	// what is held, not what a connection that once held much keeps.
 	if cap(h.buf) > keepHoldBytes {

@@ -10,8 +10,10 @@ import "encoding/binary"
 // stream's block structure as it passes to pcapgo (secretsTap): block
 // headers are read, every other block's body is skipped by count without a
 // copy, and the body of a TLS secrets block is kept, within a bound. The
-// same tap follows a pcap file's records, and stops the stream before a
-// packet over MaxPacketBytes (oversized.go).
+// same tap stops the stream before a packet block over MaxPacketBytes
+// (oversized.go). A pcap has no such blocks, and Source reads its records
+// itself (pcap.go): the tap turns off at a pcap's first bytes, and a pcap
+// not compressed is read with no tap at all.
 
 // Block and secrets types.
 const (
@@ -32,7 +34,7 @@ type secretsTap struct {
 	r      *countingReader
 	state  uint8 // tapUndecided, tapOff, tapOn, tapPcap
 	order  binary.ByteOrder
-	hdr    [16]byte // the block header being read (type, length, 4 more), or pcap record header
+	hdr    [12]byte // the block header being read (type, length, 4 more)
 	hn     int
 	left   int64  // bytes of the current block after hdr still to come
 	body   []byte // a DSB's bytes after hdr, being kept
@@ -42,15 +44,13 @@ type secretsTap struct {
 	drops  int      // blocks dropped by MaxSecretsBytes
 	pulled int      // key logs handed out (Source.newSecrets)
 
-	nano bool // pcap: nanosecond timestamps
 	over oversized
 }
 
 const (
 	tapUndecided = iota
 	tapOff
-	tapOn   // pcapng
-	tapPcap // pcap
+	tapOn // pcapng
 )
 
 func (t *secretsTap) Read(p []byte) (int, error) {
@@ -79,21 +79,13 @@ func (t *secretsTap) scan(b []byte) {
 			}
 			continue
 		}
-		need := 12
-		if t.state == tapPcap {
-			need = pcapRecordHeader
-		}
-		k := copy(t.hdr[t.hn:need], b)
+		k := copy(t.hdr[t.hn:], b)
 		t.hn += k
 		b = b[k:]
-		if t.hn < need {
+		if t.hn < len(t.hdr) {
 			continue
 		}
 		t.hn = 0
-		if t.state == tapPcap {
-			t.startRecord()
-			continue
-		}
 		t.startBlock()
 	}
 }
@@ -102,11 +94,8 @@ func (t *secretsTap) scan(b []byte) {
 func (t *secretsTap) startBlock() {
 	typ := binary.LittleEndian.Uint32(t.hdr[0:])
 	if t.state == tapUndecided {
-		if t.startPcap(typ) {
-			return
-		}
 		if typ != blockSHB {
-			t.state = tapOff // neither pcap nor pcapng
+			t.state = tapOff // a pcap (pcap.go), or not a capture
 			return
 		}
 		t.state = tapOn

@@ -47,7 +47,8 @@ const (
 
 // readerSize is the buffer of the reader under pcapgo; at least 4096 so that
 // pcapgo's own bufio.NewReader reuses it, which lets Source know how many
-// bytes the capture parser consumed.
+// bytes the capture parser consumed. A pcap's records are parsed in a
+// buffer of their own (pcapBuf, pcap.go).
 const readerSize = 1 << 16
 
 // zstdMaxWindow bounds the memory a zstd frame header can make the decoder
@@ -66,14 +67,17 @@ type Source struct {
 	ra    *readAhead // the decompressor's output, when compressed
 	codec string
 	in    *countingReader // the input as given, compressed or not
-	cnt   *countingReader
-	tap   *secretsTap // the key logs of pcapng Decryption Secrets Blocks
+	cnt   *countingReader // the capture stream: decompressed, or in itself
+	tap   *secretsTap     // the key logs of pcapng Decryption Secrets Blocks
 	br    *bufio.Reader
-	pcap  *pcapgo.Reader
+	pcap  *pcapgo.Reader // the file header of a pcap, whose records Source reads itself (pcap.go)
 	ng    *pcapgo.NgReader
 	link  layers.LinkType
-	good  int64 // stream offset after the last whole packet
-	err   error // sticky: returned by every Next after the first error
+	rec   pcapRecords // how a pcap's records read
+	pb    pcapBuf     // and the buffer they are parsed in
+	pkt   Packet      // the packet next read
+	good  int64       // stream offset after the last whole packet
+	err   error       // sticky: returned by every Next after the first error
 	// lastTS is the timestamp of the last packet returned (for a packet
 	// skipped over MaxPacketBytes with none of its own).
 	lastTS time.Time
@@ -132,9 +136,16 @@ func NewSource(name string, r io.Reader) (*Source, error) {
 		s.ra = newReadAhead(zr, zr.Close)
 		s.codec, dec = "zstd", s.ra
 	}
-	s.cnt = &countingReader{r: dec, codec: s.codec}
-	s.tap = &secretsTap{r: s.cnt}
-	s.br = bufio.NewReaderSize(s.tap, readerSize)
+	if s.codec == "" && len(head) == 4 && isPcapMagic(binary.LittleEndian.Uint32(head)) {
+		// A pcap not compressed is read straight from the input: no tap (a
+		// pcap has no secrets, and Source bounds its records itself) and no
+		// second buffer (open moves raw's bytes to the Source's pcapBuf).
+		s.cnt, s.tap, s.br = s.in, &secretsTap{state: tapOff}, raw
+	} else {
+		s.cnt = &countingReader{r: dec, codec: s.codec}
+		s.tap = &secretsTap{r: s.cnt}
+		s.br = bufio.NewReaderSize(s.tap, readerSize)
+	}
 	if err := s.open(); err != nil {
 		s.Close()
 		return nil, err
@@ -155,11 +166,17 @@ func (s *Source) open() error {
 	}
 	switch binary.LittleEndian.Uint32(magic) {
 	case magicPcapMicroLE, magicPcapMicroBE, magicPcapNanoLE, magicPcapNanoBE:
+		m := binary.LittleEndian.Uint32(magic)
 		r, err := pcapgo.NewReader(s.br)
 		if err != nil {
 			return s.fail(0, err)
 		}
 		s.pcap, s.link = r, r.LinkType()
+		s.rec = newPcapRecords(m, r.Snaplen())
+		// br's bytes move to the pcapBuf, which reads on from what br
+		// read: the stream (the tap turned off at a pcap's first bytes).
+		s.pb = newPcapBuf(s.br, s.cnt, s.cnt.n.Load())
+		s.br = nil
 	case magicPcapng:
 		r, err := pcapgo.NewNgReader(s.br, pcapgo.NgReaderOptions{WantMixedLinkType: true})
 		if err != nil {
@@ -179,26 +196,28 @@ func (s *Source) open() error {
 // over MaxPacketBytes is skipped unread and returned with no Data (see
 // Packet.Data); one cut short by the end of the input is an InputError.
 func (s *Source) Next() (Packet, error) {
-	if s.err != nil {
-		return Packet{}, s.err
+	if err := s.next(); err != nil {
+		return Packet{}, err
 	}
-	var (
-		data []byte
-		ci   gopacket.CaptureInfo
-		err  error
-		link = s.link
-	)
+	return s.pkt, nil
+}
+
+// next is Next, the packet read into s.pkt (a Merged takes it from there).
+func (s *Source) next() error {
+	if s.err != nil {
+		return s.err
+	}
 	if s.pcap != nil {
-		data, ci, err = s.pcap.ZeroCopyReadPacketData()
-	} else {
-		data, ci, err = s.ng.ZeroCopyReadPacketData()
-		if err == nil {
-			iface, ierr := s.ng.Interface(ci.InterfaceIndex)
-			if ierr != nil {
-				err = ierr
-			}
-			link = iface.LinkType
+		return s.nextPcap()
+	}
+	data, ci, err := s.ng.ZeroCopyReadPacketData()
+	link := s.link
+	if err == nil {
+		iface, ierr := s.ng.Interface(ci.InterfaceIndex)
+		if ierr != nil {
+			err = ierr
 		}
+		link = iface.LinkType
 	}
 	if err != nil {
 		switch {
@@ -209,35 +228,33 @@ func (s *Source) Next() (Packet, error) {
 		default:
 			s.err = s.fail(s.good, err)
 		}
-		return Packet{}, s.err
+		return s.err
 	}
 	s.good = s.consumed()
 	ci.AncillaryData = nil
 	s.lastTS = ci.Timestamp
-	return Packet{Data: data, CI: ci, LinkType: link}, nil
+	s.pkt = Packet{Data: data, CI: ci, LinkType: link}
+	return nil
 }
 
-// skipOversized skips the packet over MaxPacketBytes that the tap stopped
-// the stream at (oversized.go) and returns it with no Data, CI.Length its
-// captured bytes, and its timestamp (in a pcapng, the previous packet's).
-func (s *Source) skipOversized() (Packet, error) {
+// skipOversized skips the pcapng packet block over the bound that the tap
+// stopped the stream at (oversized.go) and reads it as a packet with no
+// Data, CI.Length its block's bytes, and the previous packet's timestamp.
+func (s *Source) skipOversized() error {
 	o := s.tap.over
 	// What pcapgo left buffered is of the packet: the tap stopped the
 	// stream within it.
 	if _, err := s.br.Discard(s.br.Buffered()); err != nil {
 		s.err = s.fail(s.good, err)
-		return Packet{}, s.err
+		return s.err
 	}
 	if err := s.tap.skip(); err != nil {
 		s.err = s.fail(s.good, fmt.Errorf("capture: a packet of %d bytes (over the %d-byte bound, skipped) is cut short: %w", o.n, MaxPacketBytes, err))
-		return Packet{}, s.err
+		return s.err
 	}
 	s.good = s.consumed()
-	ts := s.lastTS
-	if o.hasTS {
-		ts = o.ts
-	}
-	return Packet{CI: gopacket.CaptureInfo{Timestamp: ts, Length: int(o.n)}, LinkType: s.link}, nil
+	s.pkt = Packet{CI: gopacket.CaptureInfo{Timestamp: s.lastTS, Length: int(o.n)}, LinkType: s.link}
+	return nil
 }
 
 // Secrets returns the TLS key logs (NSS key log text) of the pcapng
@@ -286,9 +303,10 @@ func (s *Source) Close() error {
 
 // InputBytes is how many bytes of the input as given (the file, still
 // compressed if it is) the Source has read so far, for progress against the
-// file's size. It runs up to two read buffers (128 KiB) ahead of the packets
-// returned, and a compressed file read ahead the compressed bytes of 512 KiB
-// more; it is not an offset for errors: InputError.Offset is.
+// file's size. It runs up to two read buffers (128 KiB; for a pcap, 64 KiB
+// and its 128 KiB) ahead of the packets returned, and a compressed file read
+// ahead the compressed bytes of 512 KiB more; it is not an offset for
+// errors: InputError.Offset is.
 func (s *Source) InputBytes() int64 { return s.in.n.Load() }
 
 // CaptureBytes is how many bytes of the capture stream, decompressed, the
@@ -300,7 +318,8 @@ func (s *Source) CaptureBytes() int64 { return s.cnt.n.Load() }
 // readAhead starts decompressing ahead of the packets read, on another
 // goroutine, with buffers from pool (given back there at the end), and
 // reports whether the Source does so (only a compressed one does, until it
-// ends or closes).
+// ends or closes; see pcap.go for why a pcap not compressed is not read
+// ahead).
 func (s *Source) readAhead(pool *bufPool) bool {
 	if s.ra == nil {
 		return false
@@ -316,6 +335,9 @@ func (s *Source) fail(off int64, err error) *InputError {
 // consumed is how many bytes of the (decompressed) capture stream the
 // capture parser has taken.
 func (s *Source) consumed() int64 {
+	if s.pcap != nil {
+		return s.pb.off - int64(s.pb.buffered())
+	}
 	return s.cnt.n.Load() - int64(s.br.Buffered())
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/zeebo/xxh3"
 )
 
 func TestBatches(t *testing.T) {
@@ -89,13 +90,13 @@ func TestBatches(t *testing.T) {
 		t.Fatalf("%d batches, %v", len(b), err)
 	}
 	// The header fields as recordBatch wrote them, and the fingerprint as
-	// batch.go defines it: xxhash64 of every byte the CRC covers
+	// batch.go defines it: XXH3-64 of every byte the CRC covers
 	// (attributes to the end).
 	crc := crc32.Checksum(v2[21:], crc32.MakeTable(crc32.Castagnoli))
 	fp := v2[21:]
 	w := Batch{Magic: 2, CRC: crc, LastOffsetDelta: 4, FirstTimestamp: 1700000000000,
 		MaxTimestamp: 1700000000005, ProducerID: 42, ProducerEpoch: 3, FirstSequence: 100, NumRecords: 5,
-		Length: 61 + len("records"), Hash: xxhash.Sum64(fp)}
+		Length: 61 + len("records"), Hash: xxh3.Hash(fp)}
 	if !reflect.DeepEqual(b[0], w) {
 		t.Errorf("header fields\n got %+v\nwant %+v", b[0], w)
 	}

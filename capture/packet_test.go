@@ -1,0 +1,118 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/gopacket/gopacket/layers"
+)
+
+// decodeState is what decode leaves for the Assembler: the result and, for
+// a TCP segment, the layers and fields it reads.
+func decodeState(d *decoder, link layers.LinkType, data []byte) string {
+	r := d.decode(link, data)
+	if r != decodedTCP {
+		return fmt.Sprint(r)
+	}
+	t := &d.tcp
+	return fmt.Sprintf("%v %v %v %v %d | %d %d %d %d %v%v%v%v%v%v%v%v%v w%d c%d u%d o%d %x %x | %v %v %v %d",
+		r, d.src, d.dst, d.netFlow, d.missing,
+		t.SrcPort, t.DstPort, t.Seq, t.Ack, t.FIN, t.SYN, t.RST, t.PSH, t.ACK, t.URG, t.ECE, t.CWR, t.NS,
+		t.Window, t.Checksum, t.Urgent, t.DataOffset, t.Contents, t.Payload,
+		t.TransportFlow(), t.Options, t.Padding, len(data))
+}
+
+// diffDecode reports how decode with decodeEthernet and decode with the
+// parsers alone differ on a frame.
+func diffDecode(link layers.LinkType, data []byte) string {
+	fast, slow := newDecoder(), newDecoder()
+	slow.parsersOnly = true
+	f, s := decodeState(fast, link, data), decodeState(slow, link, data)
+	if f != s {
+		return fmt.Sprintf("decodeEthernet gives\n%s\nthe parser\n%s", f, s)
+	}
+	if !reflect.DeepEqual(fast.eth, slow.eth) && f != fmt.Sprint(decodedBad) {
+		return fmt.Sprintf("Ethernet layer %+v, parser %+v", fast.eth, slow.eth)
+	}
+	return ""
+}
+
+// ethernetFrames are Ethernet frames of the seed captures and generated
+// ones of every kind decodeEthernet meets: IPv4 and IPv6, VLAN tags,
+// options, cut by a snap length, fragments.
+func ethernetFrames(tb testing.TB) [][]byte {
+	var out [][]byte
+	paths, _ := filepath.Glob("../testdata/*.pcap")
+	more, _ := filepath.Glob("testdata/*.pcap")
+	for _, p := range append(paths, more...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		s, err := NewSource(p, bytes.NewReader(b))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		pkts, _ := readAll(s)
+		for i, p := range pkts {
+			if p.LinkType == layers.LinkTypeEthernet && i < 200 {
+				out = append(out, p.Data)
+			}
+		}
+	}
+	for _, fr := range frames {
+		if fr.link != layers.LinkTypeEthernet {
+			continue
+		}
+		client, server := client4, server4
+		if fr.v6 {
+			client, server = client6, server6
+		}
+		for _, sg := range []seg{{fromA: true, seq: 1, flags: "S"}, {fromA: true, seq: 7, flags: "PA", data: "request bytes"}, {fromA: false, seq: 9, flags: "FA"}, {fromA: true, seq: 3, flags: "R"}} {
+			out = append(out, fr.wrap(ipTCP(tb, fr.v6, client, server, sg), fr.v6))
+		}
+	}
+	return out
+}
+
+// TestDecodeEthernet: decodeEthernet decodes every frame as the parser
+// does, whole, cut at every length, and with each header byte changed.
+func TestDecodeEthernet(t *testing.T) {
+	for i, fr := range ethernetFrames(t) {
+		for n := 0; n <= len(fr); n++ {
+			if n > 120 && n < len(fr)-2 {
+				continue
+			}
+			if d := diffDecode(layers.LinkTypeEthernet, fr[:n]); d != "" {
+				t.Fatalf("frame %d cut to %d bytes: %s", i, n, d)
+			}
+		}
+		for at := 0; at < min(len(fr), 100); at++ {
+			for _, v := range []byte{0, 1, 0x45, 0x46, 0x4f, 0x60, 0x06, 0x11, 0x20, 0x50, 0x80, 0x81, 0xff} {
+				bad := bytes.Clone(fr)
+				bad[at] = v
+				if d := diffDecode(layers.LinkTypeEthernet, bad); d != "" {
+					t.Fatalf("frame %d, byte %d = %#x: %s", i, at, v, d)
+				}
+			}
+		}
+	}
+}
+
+// FuzzDecodeEthernet: decodeEthernet decodes any frame as the parser does.
+func FuzzDecodeEthernet(f *testing.F) {
+	for _, fr := range ethernetFrames(f) {
+		f.Add(fr)
+	}
+	f.Add(binary.BigEndian.AppendUint16(make([]byte, 12), uint16(layers.EthernetTypeIPv4)))
+	f.Fuzz(func(t *testing.T, fr []byte) {
+		if d := diffDecode(layers.LinkTypeEthernet, fr); d != "" {
+			t.Fatal(d)
+		}
+	})
+}

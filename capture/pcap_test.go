@@ -1,0 +1,211 @@
+package capture
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+)
+
+// pcapgoRead reads a pcap (not compressed) the way Source did before it read
+// records itself (pcap.go): pcapgo's ZeroCopyReadPacketData through a
+// buffered reader, the offset after the last whole packet kept for errors.
+// It gives the packets (their data copied) and the error that ended them,
+// formatted as Source formats it, "" at a clean end.
+func pcapgoRead(file []byte) ([]Packet, string) {
+	cnt := &countingReader{r: bytes.NewReader(file)}
+	br := bufio.NewReaderSize(cnt, 1<<16)
+	consumed := func() int64 { return cnt.n.Load() - int64(br.Buffered()) }
+	r, err := pcapgo.NewReader(br)
+	if err != nil {
+		return nil, (&InputError{File: "f", Err: err}).Error()
+	}
+	var out []Packet
+	good := consumed()
+	for {
+		data, ci, err := r.ZeroCopyReadPacketData()
+		if err == io.EOF {
+			return out, ""
+		}
+		if err != nil {
+			return out, (&InputError{File: "f", Offset: good, Err: err}).Error()
+		}
+		good = consumed()
+		out = append(out, Packet{Data: bytes.Clone(data), CI: ci, LinkType: r.LinkType()})
+	}
+}
+
+// sourceRead reads file with a Source, as pcapgoRead does.
+func sourceRead(file []byte) ([]Packet, string) {
+	s, err := NewSource("f", bytes.NewReader(file))
+	if err != nil {
+		return nil, err.Error()
+	}
+	defer s.Close()
+	var out []Packet
+	for {
+		p, err := s.Next()
+		if err == io.EOF {
+			return out, ""
+		}
+		if err != nil {
+			return out, err.Error()
+		}
+		p.Data = bytes.Clone(p.Data)
+		out = append(out, p)
+	}
+}
+
+// diffPcap reports how Source and pcapgo read file differently; input
+// too short to be told a pcap is not compared.
+func diffPcap(file []byte) string {
+	if len(file) < 4 {
+		return ""
+	}
+	want, wantErr := pcapgoRead(file)
+	got, gotErr := sourceRead(file)
+	if gotErr != wantErr {
+		return fmt.Sprintf("error %q, want %q", gotErr, wantErr)
+	}
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d packets, want %d", len(got), len(want))
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if !bytes.Equal(g.Data, w.Data) || !g.CI.Timestamp.Equal(w.CI.Timestamp) || g.CI.Timestamp.Location() != w.CI.Timestamp.Location() ||
+			g.CI.CaptureLength != w.CI.CaptureLength || g.CI.Length != w.CI.Length || g.CI.InterfaceIndex != w.CI.InterfaceIndex || g.LinkType != w.LinkType {
+			return fmt.Sprintf("packet %d: got %v %v (%d bytes), want %v %v (%d bytes)", i, g.CI, g.LinkType, len(g.Data), w.CI, w.LinkType, len(w.Data))
+		}
+	}
+	return ""
+}
+
+// pcapCorpus is pcaps of both byte orders and timestamp resolutions, with
+// packets of every size class: empty, small, straddling the read buffer's
+// end, longer than the read buffer, and up to pcapgo's eager bound.
+func pcapCorpus(tb testing.TB) [][]byte {
+	var out [][]byte
+	paths, _ := filepath.Glob("../testdata/*.pcap")
+	more, _ := filepath.Glob("testdata/*.pcap")
+	for _, p := range append(paths, more...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	pkts := testPackets(tb)
+	for _, order := range []binary.AppendByteOrder{binary.LittleEndian, binary.BigEndian} {
+		for _, nano := range []bool{false, true} {
+			out = append(out, pcapFile(order, nano, layers.LinkTypeRaw, pkts))
+		}
+	}
+	// Sizes around the read buffer, and a frac field past a second (pcapgo
+	// scales microseconds in 32 bits).
+	var b []byte
+	b = append(b, pcapHeader(0xffff)...)
+	for i, n := range []int{0, 1, 1500, pcapBufSize - 2*pcapRecordHeader, pcapBufSize - pcapRecordHeader, pcapBufSize - pcapRecordHeader + 1, pcapBufSize + 7, 65549, pcapEagerMax, 3, pcapBufSize * 3} {
+		b = recordHeader(b, uint32(1700000000+i), uint32(n), uint32(n+i))
+		binary.LittleEndian.PutUint32(b[len(b)-12:], uint32(i*999999))
+		if i == 9 {
+			binary.LittleEndian.PutUint32(b[len(b)-12:], 0xfffffff0)
+		}
+		for j := range n {
+			b = append(b, byte(j*31+i))
+		}
+	}
+	out = append(out, b)
+	return out
+}
+
+// TestPcapRecordsAsPcapgo: Source reads a pcap's records as pcapgo does:
+// the same packets, timestamps and lengths, and at every cut and every bad
+// record length the same error at the same offset (or the same clean end).
+func TestPcapRecordsAsPcapgo(t *testing.T) {
+	for ci, file := range pcapCorpus(t) {
+		if d := diffPcap(file); d != "" {
+			t.Fatalf("file %d whole: %s", ci, d)
+		}
+		// Cuts at every byte around each record boundary and a few within.
+		cuts := map[int]bool{}
+		off := pcapFileHeader
+		for off+pcapRecordHeader <= len(file) && len(cuts) < 4000 {
+			n := int(binary.LittleEndian.Uint32(file[off+8:]))
+			if binary.LittleEndian.Uint32(file) == magicPcapMicroBE || binary.LittleEndian.Uint32(file) == magicPcapNanoBE {
+				n = int(binary.BigEndian.Uint32(file[off+8:]))
+			}
+			for d := -1; d <= pcapRecordHeader+1; d++ {
+				cuts[off+d] = true
+			}
+			cuts[off+pcapRecordHeader+n/2] = true
+			off += pcapRecordHeader + n
+		}
+		for c := range 30 {
+			cuts[c] = true
+		}
+		for c := range cuts {
+			if c < 0 || c > len(file) {
+				continue
+			}
+			if d := diffPcap(file[:c]); d != "" {
+				t.Errorf("file %d cut at %d: %s", ci, c, d)
+			}
+		}
+		// Bad lengths in the second record: over the snap length, over the
+		// original length, the original length short.
+		if len(file) > pcapFileHeader+pcapRecordHeader {
+			order := binary.ByteOrder(binary.LittleEndian)
+			if m := binary.LittleEndian.Uint32(file); m == magicPcapMicroBE || m == magicPcapNanoBE {
+				order = binary.BigEndian
+			}
+			second := pcapFileHeader + pcapRecordHeader + int(order.Uint32(file[pcapFileHeader+8:]))
+			if second+pcapRecordHeader > len(file) {
+				continue
+			}
+			for _, v := range []struct{ at, val uint32 }{{8, 1 << 30}, {8, pcapEagerMax + 1}, {12, 0}, {8, 0}, {12, 1 << 31}} {
+				bad := bytes.Clone(file)
+				order.PutUint32(bad[second+int(v.at):], v.val)
+				if d := diffPcap(bad); d != "" {
+					t.Errorf("file %d, second record's field %d = %d: %s", ci, v.at, v.val, d)
+				}
+			}
+		}
+	}
+}
+
+// FuzzPcapRecords: on any input, Source reads what pcapgo reads (see
+// TestPcapRecordsAsPcapgo), but for records over MaxPacketBytes, which
+// Source skips (oversized.go): inputs that hold one are left out.
+func FuzzPcapRecords(f *testing.F) {
+	for _, b := range pcapCorpus(f) {
+		if len(b) < 1<<16 {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, file []byte) {
+		if len(file) < 4 || !isPcapMagic(binary.LittleEndian.Uint32(file)) {
+			return
+		}
+		order := binary.ByteOrder(binary.LittleEndian)
+		if m := binary.LittleEndian.Uint32(file); m == magicPcapMicroBE || m == magicPcapNanoBE {
+			order = binary.BigEndian
+		}
+		for off := pcapFileHeader; off+pcapRecordHeader <= len(file); {
+			n := int64(order.Uint32(file[off+8:]))
+			if n > MaxPacketBytes {
+				return
+			}
+			off += pcapRecordHeader + int(n)
+		}
+		if d := diffPcap(file); d != "" {
+			t.Fatal(d)
+		}
+	})
+}
