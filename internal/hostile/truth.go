@@ -18,7 +18,8 @@ type Truth struct {
 	// Packets is the number of packet records, MaxPacket the largest
 	// captured length.
 	Packets, MaxPacket int64
-	// HugePackets were over HugePacket captured bytes (HugeBytes in all).
+	// HugePackets were over HugePacket captured bytes (HugeBytes in all;
+	// for a pcapng, their blocks' bytes, as kdupcap counts them).
 	HugePackets, HugeBytes int64
 	// SnapLen is the snap length every packet was cut to (0: none cut);
 	// SnapCutPackets were cut, losing SnapCutBytes.
