@@ -20,6 +20,8 @@ require (
 	golang.org/x/term v0.46.0
 )
 
+require github.com/dustin/go-humanize v1.1.0
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/clipperhouse/displaywidth v0.10.0 // indirect

@@ -28,7 +28,7 @@ type analyzeConfig struct {
 	writeDups       string // --write-dups FILE: pipeline.Analysis.WriteEvidence
 	clockSkew       clockSkewFlag
 	skew            []time.Duration // per file, from clockSkew
-	maxInput        sizeFlag        // --max-input-bytes: pipeline.Inputs.MaxBytes
+	maxInput        int64           // --max-input-bytes: pipeline.Inputs.MaxBytes
 	budgetRatio     float64         // --decompress-budget: times the inputs' size
 }
 
@@ -66,7 +66,11 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 	fs.StringVar(&cfg.writeDups, "write-dups", "", writeDupsUsage)
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress bar (there is one on stderr only when stderr is a terminal)")
 	fs.IntVar(&o.Workers, "workers", 0, workersUsage)
-	fs.Var(&cfg.maxInput, "max-input-bytes", "stop reading after `SIZE` bytes of capture (decompressed; e.g. 20GB), deciding and reporting what was read; 0: no bound")
+	fs.Func("max-input-bytes", "stop reading after `SIZE` bytes of capture (decompressed; e.g. 20GB, 512MiB), deciding and reporting what was read; 0: no bound", func(s string) error {
+		n, err := parseSize(s)
+		cfg.maxInput = n
+		return err
+	})
 	fs.Float64Var(&cfg.budgetRatio, "decompress-budget", defaultBudgetRatio, "decompress for records and record matching at most `N` times the capture files' size (at least 1GiB; 4GiB from standard input); the batches after are left compressed, counted")
 	fs.Var(&cfg.clockSkew, "clock-skew", "`FILE=DURATION` added to every timestamp of one capture file (e.g. broker2.pcap=-1.5s), repeated per file; FILE may be a 1-based position")
 	// Flags may come before, between or after the files, as people type
@@ -153,7 +157,7 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		out = report.NewTable(stdout)
 	}
 
-	in := pipeline.Inputs{Files: cfg.files, Skew: cfg.skew, Stdin: stdin, Stop: ctx.Done(), MaxBytes: int64(cfg.maxInput)}
+	in := pipeline.Inputs{Files: cfg.files, Skew: cfg.skew, Stdin: stdin, Stop: ctx.Done(), MaxBytes: cfg.maxInput}
 	cfg.opts.DecompressBudget = decompressBudget(cfg.budgetRatio, in.Size())
 	an := pipeline.NewAnalysis(cfg.opts)
 	var bar *report.Progress

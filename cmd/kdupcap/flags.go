@@ -115,8 +115,8 @@ func addStageFlags(fs *flag.FlagSet, o *pipeline.Options, u stageUsage) *stageFl
 	fs.Var((*clusterFlag)(&o.Clusters), "cluster", clusterUsage)
 	fs.IntVar(&o.MaxConnections, "max-connections", capture.DefaultMaxConnections, "the most TCP connections held at once (some 2 KB each); beyond it the quarter least recently active are closed early, counted, their unanswered requests ending as evicted")
 	fs.Func("max-frame-bytes", maxFrameUsage, func(s string) error {
-		var n sizeFlag
-		if err := n.Set(s); err != nil || n < 1 || n > decode.DefaultMaxFrameBytes {
+		n, err := parseSize(s)
+		if err != nil || n < 1 || n > decode.DefaultMaxFrameBytes {
 			return fmt.Errorf("%q: want a size from 1 to 100MiB", s)
 		}
 		o.MaxFrameBytes = int32(n)
