@@ -47,39 +47,27 @@ type Dropped struct {
 
 // lines is one "name: what" row per non-zero count, for the table.
 func (d Dropped) lines() [][]string {
+	rows := []struct {
+		n          int64
+		name, text string
+	}{
+		{d.OversizedPackets, "oversized packets", fmt.Sprintf("%s (%d bytes) over the bound on one packet, skipped unread", plural(d.OversizedPackets, "packet"), d.OversizedBytes)},
+		{d.CorruptBatches, "corrupt batches", fmt.Sprintf("%s whose CRC does not match their bytes: never matched", plural(d.CorruptBatches, "batch"))},
+		{d.DecompressSkipped, "decompression budget", fmt.Sprintf("spent: %s left compressed, their records not read or matched", plural(d.DecompressSkipped, "batch"))},
+		{d.BufferDrops, "frame buffer bound", fmt.Sprintf("reached: %s dropped (their directions resynced)", plural(d.BufferDrops, "partial frame"))},
+		{d.SecretsBlocks, "secrets blocks", fmt.Sprintf("%s over the bound on key log bytes, left unread: their TLS connections may show no key", plural(d.SecretsBlocks, "pcapng secrets block"))},
+		{d.OversizedFrames, "oversized frames", fmt.Sprintf("%s (%d produce requests) over --max-frame-bytes, passed over: re-sends inside them not seen", plural(d.OversizedFrames, "Kafka frame"), d.OversizedProduce)},
+		{d.OtherTopicsBatches, "topics bound", fmt.Sprintf("reached: %s to topics beyond the first %d counted together as %s", plural(d.OtherTopicsBatches, "batch"), detect.MaxTopics, detect.OtherTopics)},
+		{d.PrintsCut, "record prints cut", fmt.Sprintf("%s of more records than are fingerprinted per batch matched by their first ones only", plural(d.PrintsCut, "batch"))},
+		{d.PrintsSkipped, "record prints bound", fmt.Sprintf("reached: %s of unanswered requests not matched by record", plural(d.PrintsSkipped, "batch"))},
+		{d.EvictedConnections, "connections bound", fmt.Sprintf("reached: %s least recently active closed early (--max-connections); their unanswered requests end as evicted", plural(d.EvictedConnections, "connection"))},
+		{d.ReorderGivenUp, "reorder window", fmt.Sprintf("ran out %s: those holes taken as lost", plural(d.ReorderGivenUp, "time"))},
+	}
 	var out [][]string
-	if d.OversizedPackets > 0 {
-		out = append(out, []string{"oversized packets", fmt.Sprintf("%s (%d bytes) over the bound on one packet, skipped unread", plural(d.OversizedPackets, "packet"), d.OversizedBytes)})
-	}
-	if d.CorruptBatches > 0 {
-		out = append(out, []string{"corrupt batches", fmt.Sprintf("%s whose CRC does not match their bytes: never matched", plural(d.CorruptBatches, "batch"))})
-	}
-	if d.DecompressSkipped > 0 {
-		out = append(out, []string{"decompression budget", fmt.Sprintf("spent: %s left compressed, their records not read or matched", plural(d.DecompressSkipped, "batch"))})
-	}
-	if d.BufferDrops > 0 {
-		out = append(out, []string{"frame buffer bound", fmt.Sprintf("reached: %s dropped (their directions resynced)", plural(d.BufferDrops, "partial frame"))})
-	}
-	if d.SecretsBlocks > 0 {
-		out = append(out, []string{"secrets blocks", fmt.Sprintf("%s over the bound on key log bytes, left unread: their TLS connections may show no key", plural(d.SecretsBlocks, "pcapng secrets block"))})
-	}
-	if d.OversizedFrames > 0 {
-		out = append(out, []string{"oversized frames", fmt.Sprintf("%s (%d produce requests) over --max-frame-bytes, passed over: re-sends inside them not seen", plural(d.OversizedFrames, "Kafka frame"), d.OversizedProduce)})
-	}
-	if d.OtherTopicsBatches > 0 {
-		out = append(out, []string{"topics bound", fmt.Sprintf("reached: %s to topics beyond the first %d counted together as %s", plural(d.OtherTopicsBatches, "batch"), detect.MaxTopics, detect.OtherTopics)})
-	}
-	if d.PrintsCut > 0 {
-		out = append(out, []string{"record prints cut", fmt.Sprintf("%s of more records than are fingerprinted per batch matched by their first ones only", plural(d.PrintsCut, "batch"))})
-	}
-	if d.PrintsSkipped > 0 {
-		out = append(out, []string{"record prints bound", fmt.Sprintf("reached: %s of unanswered requests not matched by record", plural(d.PrintsSkipped, "batch"))})
-	}
-	if d.EvictedConnections > 0 {
-		out = append(out, []string{"connections bound", fmt.Sprintf("reached: %s least recently active closed early (--max-connections); their unanswered requests end as evicted", plural(d.EvictedConnections, "connection"))})
-	}
-	if d.ReorderGivenUp > 0 {
-		out = append(out, []string{"reorder window", fmt.Sprintf("ran out %s: those holes taken as lost", plural(d.ReorderGivenUp, "time"))})
+	for _, r := range rows {
+		if r.n > 0 {
+			out = append(out, []string{r.name, r.text})
+		}
 	}
 	return out
 }
