@@ -233,6 +233,10 @@ func (c *conn) ReassembledSG(sg reassembly.ScatterGather, _ reassembly.Assembler
 	if c.s == nil || c.done || c.closed {
 		return
 	}
+	if end && !a.synthetic {
+		// After this direction's last bytes, delivered below.
+		defer c.ended(d, c.rst)
+	}
 	fromA := d == 0
 	st := sg.Stats()
 	a.stats.OverlapBytes += int64(st.OverlapBytes)
@@ -298,6 +302,17 @@ func (c *conn) ReassembledSG(sg reassembly.ScatterGather, _ reassembly.Assembler
 		a.stats.Gaps++
 		a.stats.GapBytes += int64(g)
 		c.s.Gap(fromA, g, ts)
+	}
+}
+
+// ended tells an Ender that direction d ended with a FIN or an RST, at
+// the time of the packet that ended it.
+func (c *conn) ended(d int, rst bool) {
+	if c.done || c.closed {
+		return
+	}
+	if e, ok := c.s.(Ender); ok {
+		e.End(d == 0, rst, c.last)
 	}
 }
 

@@ -70,7 +70,7 @@
 //   - conns.go: the bound on connections held; the least active evicted.
 //   - hole.go: holes the capture will never fill, skipped on the peer's ack.
 //   - reorder.go: reorder windows: segments shown late delivered in place.
-//   - stream.go: the Stream and Evicter interfaces, NewStreamFunc.
+//   - stream.go: the Stream, Evicter and Ender interfaces, NewStreamFunc.
 //   - stats.go: Stats.Add, summing the Stats of sharded Assemblers.
 //   - flow.go: FlowHasher and FlushGate, for sharding a capture.
 //   - evidence.go: Evidence, EvidenceOptions, EvidenceStats, WritePcap(Conns).

@@ -38,6 +38,18 @@ type Evicter interface {
 	Evict(ts time.Time)
 }
 
+// Ender is a Stream that wants to know how each direction of its
+// connection ended: End is called once for each direction whose FIN or RST
+// the capture shows, after that direction's last Data (fromA says which
+// direction, rst whether it was an RST, ts the packet's time), before
+// Close. It is not called for a direction that an RST of the other ended,
+// nor for a connection ended by an idle timeout, an eviction or the end of
+// the input without a FIN or RST: Close (or Evict) alone tells those.
+type Ender interface {
+	Stream
+	End(fromA bool, rst bool, ts time.Time)
+}
+
 // NewStreamFunc is called once for every new TCP connection; a is the source
 // endpoint of the first packet seen, b its destination. Returning nil ignores
 // the connection.

@@ -93,7 +93,7 @@ func (d *Decoder) appendBatches(dst []Batch, records []byte, topic string, id [1
 		if err != nil {
 			return dst, fmt.Errorf("%w at records byte %d", err, off)
 		}
-		if d.opts.RecordPrints && batch.ProducerID < 0 {
+		if d.opts.RecordPrints {
 			d.keepRaw(&batch, b[:n])
 		}
 		if d.opts.Records > 0 {

@@ -70,6 +70,7 @@ type Conn struct {
 	rejected   bool
 	closed     bool
 	evicted    bool      // closed by Evict
+	ended      bool      // its end was reported (end.go)
 	clientIDs  []*string // interned client.ids; sum.ClientIDs holds their values
 	lastClient *string
 	pending    []pending // requests awaiting a response, in the order sent
@@ -489,6 +490,7 @@ func (c *Conn) Close(ts time.Time) {
 	}
 	c.closed = true
 	c.saslClose(ts)
+	c.endAtClose(ts)
 	for _, p := range c.pending {
 		if p.x == nil {
 			c.unanswered(p)

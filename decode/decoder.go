@@ -91,12 +91,12 @@ type Options struct {
 	// batch into Batch.Records, decompressing the batch if need be. Zero
 	// (the default) decodes no record and costs nothing.
 	Records int
-	// RecordPrints, when true, keeps the bytes of each batch of a producer
-	// that is not idempotent until its exchange is complete, so that the
-	// Sink may fingerprint its records with Batch.RecordPrints (for
-	// record-level matching of re-sends whose batches were rebuilt);
-	// nothing is decompressed unless the Sink asks. Idempotent batches are
-	// matched by sequence and keep nothing.
+	// RecordPrints, when true, keeps the bytes of each batch until its
+	// exchange is complete, so that the Sink may fingerprint its records
+	// with Batch.RecordPrints (for record-level matching of re-sends whose
+	// batches were rebuilt, or sent again by an idempotent producer under
+	// a new epoch or producer ID); nothing is decompressed unless the Sink
+	// asks.
 	RecordPrints bool
 	// MaxDecompressedBytes caps what one batch (or legacy wrapper message)
 	// decompresses to when Records is positive or RecordPrints is set; the rest is never
@@ -263,6 +263,7 @@ type Decoder struct {
 	// and responses: see fetch.go and txn.go.
 	fsink  FetchSink
 	tsink  TxnSink
+	esink  EndSink
 	freq   kmsg.FetchRequest
 	ipreq  kmsg.InitProducerIDRequest
 	ipresp kmsg.InitProducerIDResponse
@@ -314,6 +315,7 @@ func New(sink Sink, opts Options) *Decoder {
 	d.ssink, _ = sink.(SharedSink)
 	d.fsink, _ = sink.(FetchSink)
 	d.tsink, _ = sink.(TxnSink)
+	d.esink, _ = sink.(EndSink)
 	for key := int16(0); ; key++ {
 		r := kmsg.RequestForKey(key)
 		if r == nil && key > 100 {

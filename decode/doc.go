@@ -74,6 +74,8 @@
 //   - pending.go: the requests awaiting a response, bounded by MaxPending.
 //   - exchange.go: ConnInfo, Exchange, NoResponse, Batch, PartitionResponse,
 //     Sink.
+//   - end.go: ConnEnd and EndSink: who ended each connection and how
+//     (capture's Ender).
 //   - produce.go: Produce v0-v13 requests and responses.
 //   - plausible.go: produce requests and responses walked before kmsg
 //     reads them, so that no array count amplifies what it allocates.

@@ -136,8 +136,7 @@ type Batch struct {
 	// unless Options.Records is positive (or when none could be read).
 	Records []Record
 
-	// raw holds the batch's bytes (Options.RecordPrints, producers that
-	// are not idempotent) until its exchange was handed to the Sink;
+	// raw holds the batch's bytes (Options.RecordPrints) until its exchange was handed to the Sink;
 	// printer fingerprints them (prints.go); prints is RecordPrints'
 	// answer once printed (made at once when raw could not be kept).
 	raw      []byte

@@ -9,8 +9,7 @@ import (
 // Record prints are made on demand. Most batches are never sent again, and
 // fingerprinting their records means decompressing them, which costs more
 // than everything else decode does; so with Options.RecordPrints decode
-// keeps the bytes of each batch of a producer that is not idempotent from
-// its request to the moment its exchange is handed to the Sink, and the
+// keeps the bytes of each batch from its request to the moment its exchange is handed to the Sink, and the
 // Sink calls Batch.RecordPrints for the batches it wants matched (detect
 // asks for those of failed or unanswered attempts and for the batches that
 // follow them on the same partition). The bytes live in pooled buffers by
@@ -100,9 +99,8 @@ func NewPrinter(opts Options) *Printer {
 	return p
 }
 
-// RecordPrints fingerprints the records of the batch, in order: for a
-// producer that is not idempotent, with Options.RecordPrints, nil
-// otherwise (or when none could be read; a batch cut by the decompression
+// RecordPrints fingerprints the records of the batch, in order: with
+// Options.RecordPrints, nil otherwise (or when none could be read; a batch cut by the decompression
 // cap has the prints of the records before the cut). It may be called only
 // during the Sink's Produce call that received the batch (or, once
 // Detached, on the goroutine of its Printer); the slice is the Printer's,

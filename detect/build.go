@@ -11,7 +11,7 @@ import (
 
 // finding builds the Finding of a batch sent more than once: attempts in the
 // order they were sent, the cause of each resend, the verdict.
-func (b *batch) finding() Finding {
+func (b *batch) finding(ends *connEnds) Finding {
 	atts := make([]attempt, 0, 1+len(b.more))
 	atts = append(atts, b.first)
 	atts = append(atts, b.more...)
@@ -81,8 +81,11 @@ func (b *batch) finding() Finding {
 		default:
 			out.NoResponse = NoResponseNotCaptured
 		}
+		if e, ok := ends.endOf(a); ok {
+			out.End = &e
+		}
 		if i > 0 {
-			out.Cause, out.CauseError = cause(&atts[i-1], a)
+			out.Cause, out.CauseError = cause(&atts[i-1], a, ends)
 			out.GapMillis = millis(a.reqTime - atts[i-1].reqTime)
 		}
 	}
@@ -117,22 +120,51 @@ func compareAttempts(x, y *attempt) int {
 // instant cur was sent cannot have caused it (the client needs time to read
 // it), so only an answer captured strictly before cur counts. Clients take
 // DUPLICATE_SEQUENCE_NUMBER as success. An unanswered attempt whose
-// connection closed, followed by one on another connection, is
-// connection_closed: the capture shows the close, not always who closed.
-func cause(prev, cur *attempt) (Cause, string) {
+// connection closed, followed by one on another connection, is judged by
+// who ended that connection, when the capture shows it before cur (ends):
+// the client (its own timeout), the broker's side (connection_closed), or
+// nobody the capture saw (connection_closed, no end named). An answer
+// followed at once by the broker's RST, then a send on another
+// connection, is an answer the client never read (answer_lost).
+func cause(prev, cur *attempt, ends *connEnds) (Cause, string) {
+	end, ended := ends.endOf(prev)
+	shown := ended && end.By != decode.EndByNone
+	endAt := unixNano(end.Time)
 	switch {
 	case prev.acks == 0:
 		return CauseNotARetry, ""
 	case !prev.responded && prev.conn != cur.conn && prev.noResponse == decode.NoResponseClosed:
+		switch {
+		case shown && endAt > cur.reqTime:
+			// Sent again before the old connection ended: the client
+			// gave up on the answer first.
+			return CauseClientTimeout, ""
+		case shown && end.By == decode.EndByClient:
+			return CauseClientTimeout, end.String()
+		case shown:
+			return CauseConnectionClosed, end.String()
+		}
 		return CauseConnectionClosed, ""
 	case !prev.responded || prev.respTime >= cur.reqTime:
 		return CauseClientTimeout, ""
 	case !prev.partResp:
 		return CauseBrokerError, "no answer for the partition"
 	case prev.errorCode == 0 || prev.errorCode == errDuplicateSequenceNumber:
+		if shown && answerLost(prev, cur, end, endAt) {
+			return CauseAnswerLost, end.String()
+		}
 		return CauseNotARetry, ""
 	}
 	return CauseBrokerError, decode.ErrorName(prev.errorCode)
+}
+
+// answerLost reports whether prev's answer was reset away before the
+// client could read it: the broker reset prev's connection within
+// AnswerLostWindow after the answer, and cur went out on another
+// connection after the reset.
+func answerLost(prev, cur *attempt, end decode.ConnEnd, endAt int64) bool {
+	return prev.conn != cur.conn && end.By == decode.EndByBroker && end.How == decode.EndRST &&
+		endAt >= prev.respTime && endAt-prev.respTime <= AnswerLostWindow && endAt <= cur.reqTime
 }
 
 func millis(ns int64) float64 { return float64(ns) / 1e6 }

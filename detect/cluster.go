@@ -79,7 +79,7 @@ func (d *Detector) clusterName(i uint16) string {
 
 // finding is b's Finding with its cluster named.
 func (d *Detector) finding(b *batch) Finding {
-	f := b.finding()
+	f := b.finding(&d.ends)
 	f.Cluster = d.clusterName(b.cluster)
 	return f
 }

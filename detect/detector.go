@@ -167,9 +167,15 @@ type Detector struct {
 	recBudget *recordBudget
 	// recs is the record-level matching state, nil until prints come.
 	recs *recState
+	// ends holds how the connections of remembered attempts ended
+	// (end.go).
+	ends connEnds
 	// hot holds, per client and partition (partitionKey), the batches
 	// still to be matched after a failed or unanswered attempt.
 	hot map[uint64]hotPartition
+	// epochs holds, per client and partition (partitionKey), the producer
+	// ID and epoch of its latest idempotent batch, to see a bump.
+	epochs map[uint64]producerEpoch
 	// hotUntil is the latest until of hot: past it, all of hot has passed.
 	hotUntil int64
 	// fetch and txn hold the proof from fetched data and transactions
@@ -259,6 +265,11 @@ func (d *Detector) Produce(x *decode.Exchange) {
 	var (
 		plainOwner owner // the owner of x's batches that are not idempotent
 		plainOwned bool
+		// clientOwner: the owner of an idempotent batch's records, its
+		// client (not its producer ID): an epoch bump or a new producer
+		// ID re-sends them under another one (recordmatch.go).
+		clientOwner owner
+		clientOwned bool
 	)
 	for i := range x.Batches {
 		bt := &x.Batches[i]
@@ -297,7 +308,12 @@ func (d *Detector) Produce(x *decode.Exchange) {
 		again := d.add(conn, bt, &at, seen, o)
 		if bt.ProducerID < 0 {
 			d.matchRecords(o, bt, &at, seen, again)
+			continue
 		}
+		if !clientOwned {
+			clientOwner, clientOwned = d.ownerOf(conn, x.ClientID, false), true
+		}
+		d.matchRecords(clientOwner, bt, &at, seen, again)
 	}
 	d.sighted(x, req, seen, echoKey, keyed)
 	if seen > d.newest {
@@ -329,6 +345,7 @@ func (d *Detector) advance() {
 	if d.opts.Streaming {
 		d.settled()
 	}
+	d.expireEnds()
 }
 
 // add files one attempt of one batch under its batch, remembering a new

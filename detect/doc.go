@@ -36,10 +36,14 @@
 // same correlation ID and batch bytes within Options.EchoWindow) is one
 // request: the later copy is folded into the first, never an attempt,
 // and counted in Stats.Echoes (echo.go). A retry
-// whose bytes were rebuilt is found by its records (KindRecordResend), from
+// whose bytes were rebuilt, or that an idempotent producer sent again
+// under a new epoch or producer ID (which no broker deduplicates), is
+// found by its records (KindRecordResend, Finding.ProducerChange), from
 // the record prints of decode.Options.RecordPrints, at most
 // Options.MaxRecords remembered. Each resend's Cause is judged by the answer
-// to the attempt before it, if captured before the resend. Fetch
+// to the attempt before it, if captured before the resend, and by how that
+// attempt's connection ended (decode.EndSink: who sent its first FIN or
+// RST; an answer the broker reset away at once is answer_lost). Fetch
 // (decode.FetchSink) decides or confirms verdicts with the batches consumers
 // fetched (Finding.Proof); InitProducerID and EndTxn (decode.TxnSink) give a
 // batch its Transaction.
@@ -73,6 +77,8 @@
 //     be.
 //   - fetched.go: Proof from fetched batches; Fetch.
 //   - txn.go: Transaction; InitProducerID and EndTxn.
+//   - end.go: how connections ended (decode.EndSink), for Attempt.End and
+//     the causes it judges; AnswerLostWindow.
 //   - echo.go: capture duplicates: one request seen on two connections;
 //     Echo, Stats.Echoes and EchoLegs, the aliases of a proxy's legs.
 //   - cluster.go: attempts to two clusters never group; Finding.Cluster.

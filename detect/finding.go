@@ -53,12 +53,26 @@ const (
 	// not a retry).
 	CauseNotARetry Cause = "not_a_retry"
 	// CauseConnectionClosed: the earlier attempt was sent on another
-	// connection, which closed with no answer to it captured (by either
-	// side: kgo and the Java client close a connection whose request timed
-	// out, a broker may close one after the append), and this attempt went
-	// out on a new connection. Attempt.GapMillis is the time between the
-	// two sends.
+	// connection, which the broker's side ended (a FIN or an RST from the
+	// broker's address: the broker, or a proxy or firewall in front of it)
+	// with no answer to it captured, or which closed without the capture
+	// showing who ended it; this attempt went out on a new connection after
+	// that. Attempt.CauseError names the end ("broker RST"), empty when the
+	// capture does not show it; the earlier Attempt's End holds its time.
+	// A connection the client ended first (kgo, librdkafka and the Java
+	// client close a connection whose request timed out) makes
+	// CauseClientTimeout instead, with CauseError "client FIN" or "client
+	// RST". Attempt.GapMillis is the time between the two sends.
 	CauseConnectionClosed Cause = "connection_closed"
+	// CauseAnswerLost: the earlier attempt was answered with success on the
+	// wire, then the broker reset its connection (an RST within
+	// AnswerLostWindow of the answer: a reset discards the data its
+	// receiver has not read yet, and a capture point before the client
+	// sees an answer the client may never get), and this attempt went out
+	// on a new connection after the reset. The client never read the
+	// answer: a retry, not the application sending again. CauseError is
+	// "broker RST"; the earlier Attempt's Response and End hold the times.
+	CauseAnswerLost Cause = "answer_lost"
 )
 
 // Scope says where the attempts of a finding were sent, and, in
@@ -106,6 +120,19 @@ const (
 	// attempt carrying them was answered with success before (or was
 	// sent with acks=0): the application produced them twice.
 	KindRecordDuplicate Kind = "record_duplicate"
+)
+
+// ProducerChange says how an idempotent producer changed between the
+// attempts of a record-level finding.
+type ProducerChange string
+
+const (
+	// ProducerChangeEpoch: the same producer ID, another epoch (librdkafka
+	// bumps it after a timeout; KIP-360).
+	ProducerChangeEpoch ProducerChange = "epoch"
+	// ProducerChangeID: another producer ID (the client called
+	// InitProducerId again, or restarted).
+	ProducerChangeID ProducerChange = "producer_id"
 )
 
 // BatchRelation says how the batches of a record-level finding relate.
@@ -187,11 +214,19 @@ type Finding struct {
 	// its copies, its content known only when decode read it.
 	Records []Record
 	// Record-level findings only. NumRecords counts the records of the
-	// finding; FirstSequence and ProducerID are -1, BatchCRC is the
+	// finding; FirstSequence is -1, ProducerID -1 (or, for an idempotent
+	// producer, the first attempt's: see ProducerChange), BatchCRC is the
 	// first attempt's; AppendedOffsets and the verdict are the first
 	// record's (every record of the finding shares its attempts).
 	BatchRelation  BatchRelation
 	RecordsOmitted int
+	// ProducerChange, in a record-level finding of an idempotent
+	// producer, says the records were sent again under another epoch of
+	// the producer ID (an epoch bump) or under another producer ID, which
+	// the broker cannot deduplicate; ProducerID and ProducerEpoch are then
+	// the first attempt's, and each Attempt.Batch says its own. Empty
+	// otherwise.
+	ProducerChange ProducerChange
 
 	// Revision counts the earlier reports of this finding: 0 for the first.
 	// Only a streaming Detector (Options.Streaming) reports a finding
@@ -242,9 +277,15 @@ type Attempt struct {
 	// Batch describes the batch that carried the records, in a
 	// record-level finding; nil in a batch finding.
 	Batch *AttemptBatch
+	// End is how the attempt's connection ended, when the capture showed
+	// it before the finding was decided (decode.EndSink); nil otherwise.
+	End *decode.ConnEnd
 	// Cause is empty for the first attempt.
-	Cause      Cause
-	CauseError string  // the error name, for CauseBrokerError
+	Cause Cause
+	// CauseError is the error name for CauseBrokerError; for a cause judged
+	// by how the earlier attempt's connection ended, that end ("broker
+	// RST", "client FIN"; decode.ConnEnd.String); else empty.
+	CauseError string
 	GapMillis  float64 // time since the previous attempt was sent; 0 for the first
 }
 
@@ -252,6 +293,11 @@ type Attempt struct {
 type AttemptBatch struct {
 	CRC        uint32
 	NumRecords int32
+	// ProducerID, ProducerEpoch and BaseSequence are the batch's header
+	// fields; ProducerID is -1 when the producer is not idempotent.
+	ProducerID    int64
+	ProducerEpoch int16
+	BaseSequence  int32
 }
 
 // Response is the broker's answer to one attempt for the finding's partition.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // groupDecided turns the duplicates decided together into findings, one
@@ -163,8 +164,13 @@ func (d *Detector) recordFinding(group []int32) Finding {
 			b.cluster = c
 		}
 	}
+	change := producerChange(rs, cids)
 	f := d.finding(&b)
 	f.Match = MatchRecords
+	if c0.producerID >= 0 {
+		f.ProducerID, f.ProducerEpoch, f.Idempotent = c0.producerID, c0.producerEpoch, true
+	}
+	f.ProducerChange = change
 	f.Kind = KindRecordDuplicate
 	for i := 1; i < len(f.Attempts); i++ {
 		if f.Attempts[i].Cause != CauseNotARetry {
@@ -175,12 +181,19 @@ func (d *Detector) recordFinding(group []int32) Finding {
 	if rebatched {
 		f.BatchRelation = RelationRebatched
 	}
+	if change != "" {
+		// verdict judged the attempts as a producer that is not
+		// idempotent: across epochs or producer IDs, none deduplicates.
+		f.Reason = changeText(rs, cids, change) + "; " +
+			strings.Replace(f.Reason, "producer not idempotent", "no deduplication across them", 1)
+	}
 	if f.Kind == KindRecordDuplicate {
 		f.Reason = "every attempt before the last was answered with success before the record was sent again, so no client retry sent it: the application produced it more than once; " + f.Reason
 	}
 	for i, ci := range cids {
 		c := &rs.carriers[ci]
-		f.Attempts[i].Batch = &AttemptBatch{CRC: c.at.crc, NumRecords: c.numRecords}
+		f.Attempts[i].Batch = &AttemptBatch{CRC: c.at.crc, NumRecords: c.numRecords,
+			ProducerID: c.producerID, ProducerEpoch: c.producerEpoch, BaseSequence: c.firstSequence}
 		if r := f.Attempts[i].Response; r != nil {
 			// The verdict was decided on the first record's offsets; the
 			// answer itself names the batch's base offset.
@@ -224,4 +237,45 @@ func (d *Detector) recordFinding(group []int32) Finding {
 		f.Reason += "; " + strconv.Itoa(f.RecordsOmitted) + " more records carried by the same attempts are not listed"
 	}
 	return f
+}
+
+// producerChange says whether the carriers cids, of one client, sent the
+// records under more than one producer ID (ProducerChangeID) or epoch of
+// one ID (ProducerChangeEpoch); "" when they are all of one, or not
+// idempotent.
+func producerChange(rs *recState, cids []int32) ProducerChange {
+	c0 := &rs.carriers[cids[0]]
+	change := ProducerChange("")
+	for _, ci := range cids[1:] {
+		c := &rs.carriers[ci]
+		switch {
+		case c.producerID != c0.producerID:
+			return ProducerChangeID
+		case c.producerEpoch != c0.producerEpoch:
+			change = ProducerChangeEpoch
+		}
+	}
+	return change
+}
+
+// changeText says how the producer changed between the attempts, which
+// the broker's deduplication cannot see across.
+func changeText(rs *recState, cids []int32, change ProducerChange) string {
+	var parts []string
+	for _, ci := range cids {
+		c := &rs.carriers[ci]
+		p := corr(&c.at) + " under "
+		if c.producerID < 0 {
+			p += "no producer ID"
+		} else {
+			p += "producer ID " + strconv.FormatInt(c.producerID, 10) + " epoch " + strconv.Itoa(int(c.producerEpoch))
+		}
+		parts = append(parts, p)
+	}
+	what := "a new epoch"
+	if change == ProducerChangeID {
+		what = "a new producer ID"
+	}
+	return "the producer is idempotent but sent these records again under " + what + " (attempt " +
+		strings.Join(parts, ", attempt ") + "): the broker deduplicates only within one producer ID and epoch"
 }

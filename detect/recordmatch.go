@@ -12,11 +12,18 @@ import (
 
 // Record-level matching finds records sent again in batches that are not
 // the same bytes: segmentio/kafka-go and kafkajs encode every retry anew,
-// IBM/sarama puts retried records into new batches beside newer ones, and an
-// application may produce one message twice. It runs on the record prints
-// decode computes for producers that are not idempotent
-// (decode.Options.RecordPrints): an idempotent batch rebuilt for a retry
-// keeps its sequence span, which the batch-level matching already groups.
+// IBM/sarama and librdkafka put retried records into new batches beside
+// newer ones, and an application may produce one message twice. It runs on
+// the record prints decode computes (decode.Options.RecordPrints). An
+// idempotent batch rebuilt for a retry keeps its producer ID, epoch and
+// sequence span, which the batch-level matching already groups, so two
+// copies of a record of one producer ID and epoch at the same first
+// sequence are never matched here; but an idempotent producer that bumps
+// its epoch (librdkafka after a timeout, KIP-360) or takes a new producer
+// ID (InitProducerId again) re-sends records under another one, which the
+// broker cannot deduplicate: those are matched, filed under the client (IP
+// and client.id) rather than the producer ID, and the finding says the
+// producer changed (Finding.ProducerChange).
 //
 // Every print is filed under its partition and its client, as batches are
 // (see owner), in an index of bounded size; a print found again in another
@@ -62,6 +69,11 @@ type carrier struct {
 	length     int
 	magic      int8
 	refs       int32
+	// producerID (-1: not idempotent), producerEpoch and firstSequence
+	// are the batch's.
+	producerID    int64
+	producerEpoch int16
+	firstSequence int32
 	// records are the first records of the batch decode read
 	// (decode.Options.Records), to show the duplicates' content.
 	records []decode.Record
@@ -131,6 +143,12 @@ type hotPartition struct {
 	failures int32
 }
 
+// producerEpoch is a producer ID and epoch.
+type producerEpoch struct {
+	id    int64
+	epoch int16
+}
+
 const (
 	// hotBudget is how many batches after each failed attempt are
 	// matched: the retry, and the batches a re-batching client (sarama)
@@ -150,12 +168,13 @@ func (d *Detector) matchRecords(o owner, bt *decode.Batch, at *attempt, seen int
 	if len(d.hot) > 0 && d.hotUntil < seen {
 		clear(d.hot) // every one has passed its window, sent to again or not
 	}
-	if !failed && !want && len(d.hot) == 0 {
+	if !failed && !want && len(d.hot) == 0 && bt.ProducerID < 0 {
 		return // the common case: nothing failed lately
 	}
 	part := d.partitionKey(o, bt, at)
+	bumped := d.epochChange(part, bt)
 	switch h, ok := d.hot[part]; {
-	case failed:
+	case failed || bumped:
 		if d.hot == nil || len(d.hot) >= maxHot {
 			d.hot = make(map[uint64]hotPartition)
 		}
@@ -198,6 +217,26 @@ func (d *Detector) matchRecords(o owner, bt *decode.Batch, at *attempt, seen int
 	}
 }
 
+// epochChange reports whether bt, of an idempotent producer, has another
+// producer ID or epoch than the client's latest batch on its partition
+// (part), and remembers bt's. A bump makes the partition hot whether or not
+// the attempt that caused it was handed over yet: its exchange may complete
+// only later (answered late, or when its connection closes), and the
+// batches of the new epoch that re-send its records must be printed when
+// they come.
+func (d *Detector) epochChange(part uint64, bt *decode.Batch) bool {
+	if bt.ProducerID < 0 {
+		return false
+	}
+	now := producerEpoch{id: bt.ProducerID, epoch: bt.ProducerEpoch}
+	if d.epochs == nil || len(d.epochs) >= maxHot {
+		d.epochs = make(map[uint64]producerEpoch)
+	}
+	was, ok := d.epochs[part]
+	d.epochs[part] = now
+	return ok && was != now
+}
+
 // addRecords files the prints of one attempt of bt.
 func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen int64, prints []decode.RecordPrint) {
 	rs := d.recs
@@ -215,6 +254,10 @@ func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen i
 		numRecords: bt.NumRecords,
 		length:     bt.Length,
 		magic:      bt.Magic,
+
+		producerID:    bt.ProducerID,
+		producerEpoch: bt.ProducerEpoch,
+		firstSequence: bt.FirstSequence,
 	}
 	if len(bt.Records) > 0 {
 		if rs.budget.take(bt.Records) {
@@ -244,10 +287,10 @@ func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen i
 			continue
 		}
 		prev := &rs.carriers[e.carrier]
-		if e.carrier == ci || sameBytes(prev, &rs.carriers[ci]) {
-			// A batch re-sent as the same bytes: the batch-level finding
-			// covers that (records repeated in one batch were left out
-			// above).
+		if e.carrier == ci || sameBytes(prev, &rs.carriers[ci]) || sameSequence(prev, &rs.carriers[ci]) {
+			// A batch re-sent as the same bytes, or an idempotent batch
+			// re-sent at its sequence: the batch-level finding covers
+			// that (records repeated in one batch were left out above).
 			continue
 		}
 		if e.dup < 0 {
@@ -301,6 +344,14 @@ func (rs *recState) repeatedIn(prints []decode.RecordPrint) []uint64 {
 // sameBytes reports whether two attempts carried the same batch bytes.
 func sameBytes(a, b *carrier) bool {
 	return a.at.crc == b.at.crc && a.at.hash == b.at.hash && a.length == b.length
+}
+
+// sameSequence reports whether two attempts carried one idempotent
+// producer's batch at the same producer ID, epoch and first sequence: the
+// broker deduplicates them, and the batch-level matching groups them.
+func sameSequence(a, b *carrier) bool {
+	return a.producerID >= 0 && a.producerID == b.producerID && a.producerEpoch == b.producerEpoch &&
+		a.firstSequence == b.firstSequence
 }
 
 // partitionKey hashes who may send a record again (as owner does for

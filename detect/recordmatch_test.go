@@ -22,6 +22,17 @@ func recs(crc uint32, hashes ...uint64) decode.Batch {
 	return b
 }
 
+// idemRecs is recs of an idempotent producer: producer ID pid, epoch,
+// first sequence seq.
+func idemRecs(pid int64, epoch int16, seq int32, crc uint32, hashes ...uint64) decode.Batch {
+	b := recs(crc, hashes...)
+	b.ProducerID, b.ProducerEpoch, b.FirstSequence = pid, epoch, seq
+	return b
+}
+
+// withClient is x sent with another client.id.
+func withClient(x *decode.Exchange, id string) *decode.Exchange { x.ClientID = &id; return x }
+
 // copyOffsets is every record's copies' offsets, in record order.
 func copyOffsets(f Finding) [][]int64 {
 	var out [][]int64
@@ -137,6 +148,76 @@ func TestRecordMatching(t *testing.T) {
 			},
 		},
 		{
+			// librdkafka 2.x: a request times out (no answer), the
+			// producer bumps its epoch and sends the records again from
+			// sequence 0, beside newer ones; the first was appended
+			// (answered late, REQUEST_TIMED_OUT at its offset).
+			name: "idempotent epoch bump",
+			exchanges: []*decode.Exchange{
+				ex(conn1, 1, 0, 5100, 7, 10, idemRecs(5, 0, 40, 0xa, 1, 2, 3)),
+				ex(conn1, 2, 5200, 5210, 0, 13, idemRecs(5, 1, 0, 0xb, 1, 2, 3, 4)),
+			},
+			want: []Finding{{Kind: KindRecordResend, Verdict: Duplicated, BatchRelation: RelationRebatched, NumRecords: 3,
+				ProducerChange: ProducerChangeEpoch}},
+			offsets: [][][]int64{{{10, 13}, {11, 14}, {12, 15}}},
+		},
+		{
+			// The bump came before the failed attempt's exchange was
+			// complete (its connection closed later): the new epoch's
+			// batch is printed all the same.
+			name: "idempotent epoch bump before the failure is handed over",
+			exchanges: []*decode.Exchange{
+				ex(conn2, 1, 0, 10, 0, 0, idemRecs(5, 0, 39, 0x9, 9)),
+				ex(conn2, 2, 5200, 5210, 0, 13, idemRecs(5, 1, 0, 0xb, 1, 2)),
+				noResp(ex(conn1, 1, 100, noAnswer, 0, 0, idemRecs(5, 0, 40, 0xa, 1, 2)), decode.NoResponseClosed),
+			},
+			want: []Finding{{Kind: KindRecordResend, Verdict: Unconfirmed, BatchRelation: RelationRebuilt, NumRecords: 2,
+				ProducerChange: ProducerChangeEpoch, Scope: ScopeClient}},
+			offsets: [][][]int64{{{-1, 13}, {-1, 14}}},
+		},
+		{
+			// A new producer ID from the same client (InitProducerId
+			// again) re-sending records the log holds.
+			name: "idempotent new producer ID",
+			exchanges: []*decode.Exchange{
+				ex(conn1, 1, 0, 520, 7, 0, idemRecs(5, 0, 0, 0xa, 1, 2)),
+				ex(conn2, 1, 600, 610, 0, 2, idemRecs(6, 0, 0, 0xb, 1, 2)),
+			},
+			want: []Finding{{Kind: KindRecordResend, Verdict: Duplicated, BatchRelation: RelationRebuilt, NumRecords: 2,
+				ProducerChange: ProducerChangeID, Scope: ScopeClient}},
+			offsets: [][][]int64{{{0, 2}, {1, 3}}},
+		},
+		{
+			// An idempotent retry at its sequence, its bytes rebuilt: the
+			// broker deduplicates it, and the batch finding (by sequence)
+			// says so; no record finding claims a duplicate.
+			name: "idempotent retry at the same sequence",
+			all:  true,
+			exchanges: []*decode.Exchange{
+				ex(conn1, 1, 0, 520, 7, 0, idemRecs(5, 0, 0, 0xa, 1, 2)),
+				ex(conn1, 2, 600, 610, 0, 0, idemRecs(5, 0, 0, 0xb, 1, 2)),
+			},
+			want: []Finding{{Kind: KindBatch, Verdict: Deduplicated}},
+		},
+		{
+			// Another client (client.id) with the same records after a
+			// failure is another producer: no finding.
+			name: "idempotent, another client",
+			exchanges: []*decode.Exchange{
+				ex(conn1, 1, 0, 520, 7, 0, idemRecs(5, 0, 0, 0xa, 1, 2)),
+				withClient(ex(conn1, 2, 600, 610, 0, 2, idemRecs(6, 0, 0, 0xb, 1, 2)), "other"),
+			},
+		},
+		{
+			// An epoch bump with no failure and no record in common
+			// (a restart of the producer): nothing to find.
+			name: "idempotent epoch bump, new records only",
+			exchanges: []*decode.Exchange{
+				ex(conn1, 1, 0, 10, 0, 0, idemRecs(5, 0, 0, 0xa, 1, 2)),
+				ex(conn1, 2, 600, 610, 0, 2, idemRecs(5, 1, 0, 0xb, 3, 4)),
+			},
+		},
+		{
 			// Far past the failure's window, a batch is not matched.
 			name: "after the window",
 			exchanges: []*decode.Exchange{
@@ -166,6 +247,9 @@ func TestRecordMatching(t *testing.T) {
 				}
 				if g.NumRecords != w.NumRecords || g.Match != MatchRecords {
 					t.Errorf("finding %d: %d records matched by %s, want %d by records", i, g.NumRecords, g.Match, w.NumRecords)
+				}
+				if g.ProducerChange != w.ProducerChange {
+					t.Errorf("finding %d: producer change %q, want %q (%s)", i, g.ProducerChange, w.ProducerChange, g.Reason)
 				}
 				if w.Scope != "" && g.Scope != w.Scope {
 					t.Errorf("finding %d: scope %s, want %s", i, g.Scope, w.Scope)

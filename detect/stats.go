@@ -46,6 +46,10 @@ type Stats struct {
 	// Options.Records) were not kept, the records held being at their
 	// bound: their findings show no records.
 	RecordsNotKept int64
+	// ConnEndsForgotten counts the connection ends (decode.EndSink) not
+	// kept because more were remembered at once than the bound: attempts
+	// on those connections show no end.
+	ConnEndsForgotten int64
 	// RecordsAmbiguous counts the record prints not matched because their
 	// own batch holds the same record content again: not distinctive.
 	RecordsAmbiguous int64

@@ -99,6 +99,7 @@ const (
 	eventFetch                     // fetch: a FetchResponse's batches
 	eventInitPID                   // initPID: an InitProducerId exchange
 	eventEndTxn                    // endTxn: an EndTxn exchange
+	eventConnEnd                   // end: how a connection ended
 )
 
 // shardEvent is one thing a worker's Decoder did, at key: 2*seq for the
@@ -110,10 +111,12 @@ type shardEvent struct {
 	x      *decode.Exchange
 	shared decode.Event
 	// fetch, initPID, endTxn: what a worker's Decoder gave its Sink's
-	// optional methods (decode.FetchSink, decode.TxnSink).
+	// optional methods (decode.FetchSink, decode.TxnSink, decode.EndSink).
 	fetch   *decode.Fetch
 	initPID *decode.InitProducerID
 	endTxn  *decode.EndTxn
+	conn    *decode.ConnInfo
+	end     decode.ConnEnd
 }
 
 // shardSink is a worker Decoder's Sink: it files what the Decoder gives it
@@ -150,6 +153,10 @@ func (s shardSink) Fetch(f *decode.Fetch) {
 
 func (s shardSink) InitProducerID(x *decode.InitProducerID) {
 	s.w.events = append(s.w.events, shardEvent{key: s.w.key, kind: eventInitPID, initPID: x})
+}
+
+func (s shardSink) ConnEnd(c *decode.ConnInfo, e decode.ConnEnd) {
+	s.w.events = append(s.w.events, shardEvent{key: s.w.key, kind: eventConnEnd, conn: c, end: e})
 }
 
 func (s shardSink) EndTxn(x *decode.EndTxn) {
@@ -411,6 +418,8 @@ func (sp *sharded) replay(e *shardEvent) {
 		sp.det.InitProducerID(e.initPID)
 	case eventEndTxn:
 		sp.det.EndTxn(e.endTxn)
+	case eventConnEnd:
+		sp.det.ConnEnd(e.conn, e.end)
 	}
 }
 

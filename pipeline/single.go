@@ -119,6 +119,12 @@ func (o *ownCheck) Gap(fromA bool, n int, ts time.Time) {
 	}
 }
 
+func (o *ownCheck) End(fromA bool, rst bool, ts time.Time) {
+	if e, ok := o.s.(capture.Ender); ok {
+		e.End(fromA, rst, ts)
+	}
+}
+
 func (o *ownCheck) Close(ts time.Time) {
 	// A connection closed before any byte was never the decoder's.
 	if o.s != nil {

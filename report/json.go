@@ -89,6 +89,9 @@ type jsonFinding struct {
 	// Record-level findings only.
 	BatchRelation  string `json:"batch_relation,omitempty"`
 	RecordsOmitted int    `json:"records_omitted,omitempty"`
+	// ProducerChange: "epoch" or "producer_id" when an idempotent
+	// producer sent the records again under another one.
+	ProducerChange string `json:"producer_change,omitempty"`
 
 	// Evidence (Finding.Proof), FetchedOffsets, Transaction: see proof.go.
 	Evidence       string           `json:"evidence"`
@@ -110,13 +113,28 @@ type jsonAttempt struct {
 	GapMillis     *float64      `json:"gap_ms,omitempty"`
 	Response      *jsonResponse `json:"response"`
 	NoResponse    string        `json:"no_response,omitempty"`
+	// End: how the attempt's connection ended, when the capture showed it.
+	End *jsonConnEnd `json:"conn_end,omitempty"`
 	// Batch: in a record-level finding, the batch this attempt carried.
 	Batch *jsonAttemptBatch `json:"batch,omitempty"`
+}
+
+// jsonConnEnd is decode.ConnEnd: by "client", "broker" or "" (no FIN or
+// RST captured), how "fin", "rst", "end_of_capture", "idle" or "evicted".
+type jsonConnEnd struct {
+	By   string `json:"by,omitempty"`
+	How  string `json:"how"`
+	Time string `json:"time"`
 }
 
 type jsonAttemptBatch struct {
 	CRC         string `json:"crc"`
 	RecordCount int32  `json:"record_count"`
+	// ProducerID, ProducerEpoch and BaseSequence are the batch's, when its
+	// producer is idempotent (a re-send across an epoch bump shows here).
+	ProducerID    *int64 `json:"producer_id,omitempty"`
+	ProducerEpoch *int16 `json:"producer_epoch,omitempty"`
+	BaseSequence  *int32 `json:"base_sequence,omitempty"`
 }
 
 type jsonResponse struct {
@@ -251,6 +269,7 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 		Records:         toJSONRecords(f.Records, kindOf(f) != detect.KindBatch),
 		BatchRelation:   string(f.BatchRelation),
 		RecordsOmitted:  f.RecordsOmitted,
+		ProducerChange:  string(f.ProducerChange),
 	}
 	if f.TopicID != ([16]byte{}) {
 		id := detect.TopicIDString(f.TopicID)
@@ -273,6 +292,13 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 		}
 		if a.Batch != nil {
 			ja.Batch = &jsonAttemptBatch{CRC: formatCRC(a.Batch.CRC), RecordCount: a.Batch.NumRecords}
+			if a.Batch.ProducerID >= 0 {
+				pid, epoch, seq := a.Batch.ProducerID, a.Batch.ProducerEpoch, a.Batch.BaseSequence
+				ja.Batch.ProducerID, ja.Batch.ProducerEpoch, ja.Batch.BaseSequence = &pid, &epoch, &seq
+			}
+		}
+		if e := a.End; e != nil {
+			ja.End = &jsonConnEnd{By: string(e.By), How: string(e.How), Time: formatTime(e.Time)}
 		}
 		if i > 0 {
 			gap := a.GapMillis
@@ -281,9 +307,7 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 		if a.Cause != "" {
 			c := string(a.Cause)
 			ja.Cause = &c
-			if a.Cause == detect.CauseBrokerError {
-				ja.CauseError = a.CauseError
-			}
+			ja.CauseError = a.CauseError
 		}
 		if r := a.Response; r != nil {
 			ja.Response = &jsonResponse{

@@ -63,6 +63,12 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 			f.Magic, f.Match, offsetsText(f.AppendedOffsets))
 	} else {
 		how := "sent again in " + string(f.BatchRelation) + " batches"
+		switch f.ProducerChange {
+		case detect.ProducerChangeEpoch:
+			how += " under a new producer epoch"
+		case detect.ProducerChangeID:
+			how += " under a new producer ID"
+		}
 		if kindOf(&f) == detect.KindRecordDuplicate {
 			how = "produced again, each time answered with success (" + string(f.BatchRelation) + " batches)"
 		}
@@ -89,23 +95,32 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 	}
 	tbl := t.tables.get(align...)
 	tbl.Header(header)
-	for _, a := range f.Attempts {
+	for i, a := range f.Attempts {
 		row := []string{itoa(a.CorrelationID), formatTime(a.Time), causeText(&a), "", "-", "-"}
 		if r := a.Response; r != nil {
 			row[3] = r.Error + " (" + itoa(r.ErrorCode) + ")"
+			if i+1 < len(f.Attempts) && f.Attempts[i+1].Cause == detect.CauseAnswerLost && a.End != nil {
+				row[3] += "; " + a.End.String() + " " + millisText(msSince(r.Time, a.End.Time)) + " ms later"
+			}
 			row[4] = itoa(r.BaseOffset)
 			row[5] = millisText(r.LatencyMillis)
 		} else {
-			why := a.NoResponse
+			why := string(a.NoResponse)
 			if why == "" {
-				why = detect.NoResponseNotCaptured
+				why = string(detect.NoResponseNotCaptured)
 			}
-			row[3] = "no response (" + string(why) + ")"
+			if a.End != nil && a.End.By != "" {
+				why += ": " + a.End.String() + " after " + millisText(msSince(a.Time, a.End.Time)) + " ms"
+			}
+			row[3] = "no response (" + why + ")"
 		}
 		if batches {
 			bt := "-"
 			if a.Batch != nil {
 				bt = fmt.Sprintf("crc %s, %s", formatCRC(a.Batch.CRC), plural(int64(a.Batch.NumRecords), "record"))
+				if a.Batch.ProducerID >= 0 {
+					bt += fmt.Sprintf(", producer id %d epoch %d sequence %d", a.Batch.ProducerID, a.Batch.ProducerEpoch, a.Batch.BaseSequence)
+				}
 			}
 			row = append(row, bt)
 		}
@@ -356,6 +371,9 @@ func connIDs(f *detect.Finding) []string {
 	return ids
 }
 
+// msSince is the time from t0 to t1 in ms.
+func msSince(t0, t1 time.Time) float64 { return float64(t1.Sub(t0)) / 1e6 }
+
 // causeText says why an attempt was sent: "first send", or the cause with
 // the broker error and the time since the previous attempt.
 func causeText(a *detect.Attempt) string {
@@ -364,6 +382,10 @@ func causeText(a *detect.Attempt) string {
 		return "first send"
 	case detect.CauseBrokerError:
 		return fmt.Sprintf("%s %s, +%s ms", a.Cause, a.CauseError, millisText(a.GapMillis))
+	}
+	if a.CauseError != "" {
+		// How the earlier attempt's connection ended.
+		return fmt.Sprintf("%s (%s), +%s ms", a.Cause, a.CauseError, millisText(a.GapMillis))
 	}
 	return fmt.Sprintf("%s, +%s ms", a.Cause, millisText(a.GapMillis))
 }

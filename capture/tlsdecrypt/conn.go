@@ -112,6 +112,8 @@ type pending struct {
 	fromA    bool
 	gap      bool
 	raw      bool // bytes of the stream after a gap, to frame anew (not a whole record)
+	ended    bool // the direction's FIN or RST (rst), for capture.Ender
+	rst      bool
 	n        int
 	off, end int
 	ts       time.Time
@@ -226,6 +228,22 @@ func (c *conn) Gap(fromA bool, n int, ts time.Time) {
 		return
 	}
 	c.inner.Gap(fromA, n, ts)
+}
+
+// End implements capture.Ender: passed on in order with the direction's
+// bytes, after the records kept waiting for their keys.
+func (c *conn) End(fromA bool, rst bool, ts time.Time) {
+	if c.mode == modeTLS && c.waiting {
+		c.queue = append(c.queue, pending{fromA: fromA, ended: true, rst: rst, ts: ts})
+		return
+	}
+	c.endInner(fromA, rst, ts)
+}
+
+func (c *conn) endInner(fromA, rst bool, ts time.Time) {
+	if e, ok := c.inner.(capture.Ender); ok {
+		e.End(fromA, rst, ts)
+	}
 }
 
 // Close implements capture.Stream.
@@ -867,6 +885,10 @@ func (c *conn) enqueue(h *half, rec []byte, ts time.Time) {
 
 func (c *conn) dropQueue() {
 	for _, p := range c.queue {
+		if p.ended {
+			c.endInner(p.fromA, p.rst, p.ts)
+			continue
+		}
 		if !p.gap {
 			c.st.LostBytes += int64(p.end - p.off)
 		}
@@ -889,6 +911,8 @@ func (c *conn) retryKeys() {
 	for _, p := range q {
 		h := &c.h[idx(p.fromA)]
 		switch {
+		case p.ended:
+			c.endInner(p.fromA, p.rst, p.ts)
 		case p.gap:
 			c.gap(h, p.n, p.ts)
 		case h.stop:
