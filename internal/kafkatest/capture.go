@@ -19,8 +19,8 @@ import (
 	"github.com/kdupcap/kdupcap/internal/testenv"
 )
 
-// Capture is a running tcpdump writing the loopback traffic of one port to a
-// pcap file.
+// Capture is a running tcpdump writing the loopback traffic of one or more
+// TCP ports to a pcap file.
 type Capture struct {
 	Path string
 
@@ -52,6 +52,22 @@ func CanCapture() error {
 // StartCapture starts tcpdump on lo for TCP port port, writing path, and
 // returns once tcpdump says it is listening (or fails within ctx).
 func StartCapture(ctx context.Context, path string, port int) (*Capture, error) {
+	return StartCapturePorts(ctx, path, port)
+}
+
+// StartCapturePorts is StartCapture for every port of ports in one
+// tcpdump (filter "tcp port A or tcp port B ..."), e.g. a cluster's Ports.
+func StartCapturePorts(ctx context.Context, path string, ports ...int) (*Capture, error) {
+	if len(ports) == 0 {
+		return nil, fmt.Errorf("kafkatest: capture %s: no port", path)
+	}
+	var filter strings.Builder
+	for i, p := range ports {
+		if i > 0 {
+			filter.WriteString(" or ")
+		}
+		fmt.Fprintf(&filter, "tcp port %d", p)
+	}
 	marker, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		return nil, fmt.Errorf("kafkatest: marker socket: %w", err)
@@ -60,7 +76,7 @@ func StartCapture(ctx context.Context, path string, port int) (*Capture, error) 
 	// -Z root: Debian's tcpdump otherwise drops to user tcpdump before
 	// opening the file, which then cannot be written in a root-only TempDir.
 	cmd := exec.Command("tcpdump", "-i", "lo", "-s", "0", "-B", "65536", "-U", "--immediate-mode",
-		"-Z", "root", "-w", path, fmt.Sprintf("tcp port %d or udp dst port %d", port, markerPort))
+		"-Z", "root", "-w", path, fmt.Sprintf("%s or udp dst port %d", filter.String(), markerPort))
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		marker.Close()

@@ -2,9 +2,13 @@ package kafkatest
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,14 +22,19 @@ import (
 // parses the broker's response frames and applies the fault chosen for the
 // request, if any. kfake answers one request at a time per connection and
 // writes each response frame whole, so a held Write holds the connection, as a
-// real broker's muted channel does.
+// real broker's muted channel does. A fault that ends the connection (end)
+// takes it from kfake: kfake's reads and writes fail from then on and its
+// Close does nothing, the wrapper closes the TCP connection itself.
 type conn struct {
-	net.Conn
-	c      *Cluster
-	remote string
+	net.Conn              // what kfake reads and writes: raw, or TLS over it
+	raw      *net.TCPConn // the TCP connection itself
+	c        *Cluster
+	node     int32
+	remote   string
 
 	closeOnce sync.Once
 	closed    chan struct{}
+	ending    atomic.Bool // the wrapper ends the connection itself
 
 	rmu    sync.Mutex // guards in, broken (the read side)
 	in     []byte
@@ -39,6 +48,18 @@ type conn struct {
 	out []byte
 }
 
+// closeDrain bounds how long CloseAfterAppend reads what the client still
+// sends after the broker's FIN before it closes the connection.
+const closeDrain = time.Second
+
+// sentWait bounds how long AnswerThenReset waits for the answer to leave
+// the socket before it resets the connection.
+const sentWait = time.Second
+
+// errEnded is what kfake's reads and writes get once the wrapper has ended
+// the connection.
+var errEnded = errors.New("kafkatest: connection ended by a fault")
+
 // pending is a request awaiting its response.
 type pending struct {
 	req      kmsg.Request
@@ -47,27 +68,62 @@ type pending struct {
 	faulted  bool
 }
 
-func newConn(nc net.Conn, c *Cluster) *conn {
+func newConn(raw *net.TCPConn, nc net.Conn, c *Cluster, node int32) *conn {
 	return &conn{
 		Conn:    nc,
+		raw:     raw,
 		c:       c,
-		remote:  nc.RemoteAddr().String(),
+		node:    node,
+		remote:  raw.RemoteAddr().String(),
 		closed:  make(chan struct{}),
 		pending: make(map[int32]pending),
 	}
 }
 
+func (w *conn) signalClosed() { w.closeOnce.Do(func() { close(w.closed) }) }
+
 func (w *conn) Close() error {
-	w.closeOnce.Do(func() { close(w.closed) })
+	w.signalClosed()
+	if w.ending.Load() {
+		return nil // end closes it
+	}
 	return w.Conn.Close()
 }
 
 func (w *conn) Read(p []byte) (int, error) {
+	if w.ending.Load() {
+		return 0, errEnded
+	}
 	n, err := w.Conn.Read(p)
+	if w.ending.Load() {
+		return 0, errEnded // read after the fault: never handed to kfake
+	}
 	if n > 0 {
 		w.observeRequests(p[:n], time.Now())
 	}
 	return n, err
+}
+
+// end ends the connection for a fault and takes it from kfake. reset sends
+// RST (SO_LINGER 0, close); otherwise the broker sends FIN (shutdown
+// SHUT_WR on the TCP connection, no TLS close_notify: a FIN whatever sits
+// unread in the receive buffer), then reads and discards until the client
+// closes its side or closeDrain passes, then closes: with nothing left
+// unread, that close sends no RST.
+func (w *conn) end(reset bool) {
+	w.ending.Store(true)
+	w.signalClosed()
+	if reset {
+		_ = w.raw.SetLinger(0)
+		_ = w.raw.Close()
+		return
+	}
+	_ = w.raw.CloseWrite()
+	go func() {
+		_ = w.raw.SetReadDeadline(time.Now().Add(closeDrain))
+		_, _ = io.Copy(io.Discard, w.raw)
+		_ = w.raw.Close()
+	}()
 }
 
 // observeRequests buffers request bytes and records every complete frame.
@@ -105,6 +161,9 @@ func (w *conn) observeRequests(p []byte, now time.Time) {
 func (w *conn) Write(p []byte) (int, error) {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
+	if w.ending.Load() {
+		return 0, errEnded
+	}
 	w.out = append(w.out, p...)
 	for {
 		frame, ok, err := nextFrame(w.out)
@@ -150,47 +209,130 @@ func (w *conn) respond(frame []byte) error {
 		}
 	}
 	preq, isProduce := pd.req.(*kmsg.ProduceRequest)
-	if !isProduce || !pd.faulted {
+	if !isProduce {
 		_, err := w.Conn.Write(frame)
 		return err
 	}
+	x := w.exchange(frame, preq, corr, pd.received)
+	if !pd.faulted {
+		_, err := w.Conn.Write(frame)
+		if err == nil {
+			x.Answered = time.Now()
+		}
+		w.c.recordExchange(x)
+		return err
+	}
+	x.Fault = pd.fault.Action
 	ev := Event{
 		Action:        pd.fault.Action,
+		Node:          w.node,
 		Conn:          w.remote,
 		CorrelationID: corr,
 		Version:       preq.Version,
 		TimeoutMillis: preq.TimeoutMillis,
-		Partitions:    w.c.partitions(preq),
+		Partitions:    x.Partitions,
+		BaseOffsets:   x.BaseOffsets,
 		Received:      pd.received,
+	}
+	done := func(err error) error {
+		x.Answered = ev.Answered
+		w.c.recordExchange(x)
+		w.c.record(ev)
+		return err
 	}
 	switch pd.fault.Action {
 	case TimedOutAfterAppend:
 		out, err := timedOut(frame, preq, corr)
 		if err != nil {
 			_, werr := w.Conn.Write(frame) // cannot rewrite: answer as is, unfaulted
+			x.Fault = 0
+			if werr == nil {
+				x.Answered = time.Now()
+			}
+			w.c.recordExchange(x)
 			return werr
 		}
 		deadline := pd.received.Add(time.Duration(preq.TimeoutMillis) * time.Millisecond)
 		if err := w.hold(time.Until(deadline)); err != nil {
-			w.c.record(ev) // closed while held: never answered
-			return err
+			ev.Ended = time.Now()
+			return done(err) // closed while held: never answered
 		}
 		frame = out
 	case Delay:
 		if err := w.hold(pd.fault.Delay); err != nil {
-			w.c.record(ev)
-			return err
+			ev.Ended = time.Now()
+			return done(err)
 		}
-	case CloseAfterAppend:
-		ev.Answered = time.Now()
+	case CloseAfterAppend, ResetAfterAppend:
+		// Recorded first, so that whoever sees the connection end sees
+		// the event too.
+		ev.Ended = time.Now()
+		ev.Answered = ev.Ended
+		w.c.recordExchange(x)
 		w.c.record(ev)
-		w.Close()
-		return fmt.Errorf("kafkatest: connection %s closed after the append of correlation ID %d", w.remote, corr)
+		w.end(pd.fault.Action == ResetAfterAppend)
+		return fmt.Errorf("kafkatest: connection %s ended (%s) after the append of correlation ID %d", w.remote, pd.fault.Action, corr)
+	case AnswerThenReset:
+		w.c.doom(w.remote, corr) // before the write: the proxy must drop this frame
+		if _, err := w.Conn.Write(frame); err != nil {
+			w.c.undoom(w.remote, false)
+			return done(err)
+		}
+		ev.Answered = time.Now()
+		waitSent(w.raw, sentWait) // the answer on the wire before the RST
+		ev.Ended = time.Now()
+		done(nil)
+		w.end(true)
+		return fmt.Errorf("kafkatest: connection %s reset after answering correlation ID %d", w.remote, corr)
 	}
 	_, err := w.Conn.Write(frame)
 	ev.Answered = time.Now()
-	w.c.record(ev)
-	return err
+	return done(err)
+}
+
+// exchange describes a produce request and kfake's answer to it.
+func (w *conn) exchange(frame []byte, req *kmsg.ProduceRequest, corr int32, received time.Time) Exchange {
+	x := Exchange{
+		Node:          w.node,
+		Conn:          w.remote,
+		CorrelationID: corr,
+		Version:       req.Version,
+		Partitions:    w.c.partitions(req),
+		Received:      received,
+	}
+	body, err := responseBody(frame, req)
+	if err != nil {
+		return x
+	}
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	if err := resp.ReadFrom(body); err != nil {
+		return x
+	}
+	type answer struct {
+		code int16
+		base int64
+	}
+	got := make(map[string]answer)
+	for _, t := range resp.Topics {
+		name := w.c.topicName(t.Topic, t.TopicID)
+		for _, p := range t.Partitions {
+			a := answer{code: p.ErrorCode, base: p.BaseOffset}
+			if a.code != 0 {
+				a.base = -1
+			}
+			got[name+"/"+strconv.Itoa(int(p.Partition))] = a
+		}
+	}
+	x.Codes = make([]int16, len(x.Partitions))
+	x.BaseOffsets = make([]int64, len(x.Partitions))
+	for i, name := range x.Partitions {
+		a, ok := got[name]
+		if !ok {
+			a = answer{code: -1, base: -1}
+		}
+		x.Codes[i], x.BaseOffsets[i] = a.code, a.base
+	}
+	return x
 }
 
 // hold waits d, or until the connection closes.

@@ -3,6 +3,7 @@ package kafkatest
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -154,9 +155,10 @@ func (l *Log) Partition(p int32) (PartitionLog, bool) {
 // maxFetches bounds the fetches ReadBack makes per partition.
 const maxFetches = 10000
 
-// ReadBack fetches every partition of topic from the broker at addr, from
-// offset 0 to the high watermark, with raw Fetch requests so that the batch
-// structure is kept. Compressed batches are decompressed with kgo's
+// ReadBack fetches every partition of topic from its current leader, found
+// through the broker at addr (a partition whose leader moved meanwhile is
+// read again from the new one), from offset 0 to the high watermark, with
+// raw Fetch requests so that the batch structure is kept. Compressed batches are decompressed with kgo's
 // DefaultDecompressor.
 func ReadBack(ctx context.Context, addr, topic string) (*Log, error) {
 	return readBack(ctx, addr, topic, nil, nil)
@@ -175,25 +177,14 @@ func readBack(ctx context.Context, addr, topic string, auth *SASL, tl *TLS) (*Lo
 	}
 	defer cl.Close()
 
-	mreq := kmsg.NewPtrMetadataRequest()
-	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = kmsg.StringPtr(topic)
-	mreq.Topics = append(mreq.Topics, mt)
-	mresp, err := mreq.RequestWith(ctx, cl)
+	mtopic, err := topicMetadata(ctx, cl, topic)
 	if err != nil {
-		return nil, fmt.Errorf("kafkatest: read back %s: metadata: %w", topic, err)
-	}
-	if len(mresp.Topics) != 1 {
-		return nil, fmt.Errorf("kafkatest: read back %s: metadata names %d topics", topic, len(mresp.Topics))
-	}
-	mtopic := mresp.Topics[0]
-	if err := kerr.ErrorForCode(mtopic.ErrorCode); err != nil {
-		return nil, fmt.Errorf("kafkatest: read back %s: metadata: %w", topic, err)
+		return nil, err
 	}
 	log := &Log{Topic: topic, TopicID: mtopic.TopicID}
 	dec := kgo.DefaultDecompressor()
 	for _, mp := range mtopic.Partitions {
-		pl, err := readPartition(ctx, cl.Broker(int(mp.Leader)), log, mp.Partition, dec)
+		pl, err := readLeader(ctx, cl, log, mp.Partition, mp.Leader, dec)
 		if err != nil {
 			return nil, err
 		}
@@ -201,6 +192,56 @@ func readBack(ctx context.Context, addr, topic string, auth *SASL, tl *TLS) (*Lo
 	}
 	slices.SortFunc(log.Partitions, func(a, b PartitionLog) int { return int(a.Partition - b.Partition) })
 	return log, nil
+}
+
+// leaderTries bounds how often ReadBack looks a partition's leader up again
+// after NOT_LEADER_OR_FOLLOWER (a leader moved under it).
+const leaderTries = 5
+
+// readLeader reads one partition from its current leader, from leader on:
+// when the broker answers that it is not the leader, it asks Metadata again
+// and reads the whole partition from the new one.
+func readLeader(ctx context.Context, cl *kgo.Client, log *Log, partition, leader int32, dec kgo.Decompressor) (PartitionLog, error) {
+	for try := 1; ; try++ {
+		pl, err := readPartition(ctx, cl.Broker(int(leader)), log, partition, dec)
+		if err == nil || !errors.Is(err, kerr.NotLeaderForPartition) || try == leaderTries {
+			return pl, err
+		}
+		mtopic, merr := topicMetadata(ctx, cl, log.Topic)
+		if merr != nil {
+			return pl, errors.Join(err, merr)
+		}
+		found := false
+		for _, mp := range mtopic.Partitions {
+			if mp.Partition == partition {
+				leader, found = mp.Leader, true
+			}
+		}
+		if !found {
+			return pl, fmt.Errorf("kafkatest: read back %s/%d: partition gone from metadata: %w", log.Topic, partition, err)
+		}
+	}
+}
+
+// topicMetadata asks the cluster for topic's metadata (which also tells cl
+// every broker's address).
+func topicMetadata(ctx context.Context, cl *kgo.Client, topic string) (kmsg.MetadataResponseTopic, error) {
+	mreq := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	mreq.Topics = append(mreq.Topics, mt)
+	mresp, err := mreq.RequestWith(ctx, cl)
+	if err != nil {
+		return kmsg.MetadataResponseTopic{}, fmt.Errorf("kafkatest: read back %s: metadata: %w", topic, err)
+	}
+	if len(mresp.Topics) != 1 {
+		return kmsg.MetadataResponseTopic{}, fmt.Errorf("kafkatest: read back %s: metadata names %d topics", topic, len(mresp.Topics))
+	}
+	mtopic := mresp.Topics[0]
+	if err := kerr.ErrorForCode(mtopic.ErrorCode); err != nil {
+		return kmsg.MetadataResponseTopic{}, fmt.Errorf("kafkatest: read back %s: metadata: %w", topic, err)
+	}
+	return mtopic, nil
 }
 
 func readPartition(ctx context.Context, br *kgo.Broker, log *Log, partition int32, dec kgo.Decompressor) (PartitionLog, error) {
