@@ -478,10 +478,13 @@ func run(ck *checker, bin string, args []string, limit time.Duration, feed feede
 	<-read
 	peak := hwm.stop()
 	werr := cmd.Wait()
+	// The child is gone: a write still under way gets EPIPE. Closing the
+	// pipe before the generator returns would turn that into "file
+	// already closed" (seen on a loaded machine).
+	<-fed
 	if stdin != nil {
 		stdin.Close()
 	}
-	<-fed
 	r.wall = time.Since(start)
 	r.stderr = stderr.String()
 	r.timedOut = ctx.Err() != nil

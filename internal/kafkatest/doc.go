@@ -7,13 +7,25 @@
 //
 // # What it takes and gives
 //
-//   - [NewCluster] starts a one-broker kfake cluster whose listener wraps every
+//   - [NewCluster] starts a one-broker kfake cluster, [NewClusterWith] one of
+//     [ClusterConfig].Brokers brokers, each listener wrapping every
 //     connection: for the produce requests a [Fault] selects, it answers
 //     REQUEST_TIMED_OUT after the request's TimeoutMillis while keeping the
 //     offset appended at (as Kafka's expired DelayedProduce does), delays the
-//     response, or closes the connection unanswered. [Cluster.Events] lists
-//     every fault applied.
-//   - [StartCapture] runs tcpdump on loopback for the cluster's port;
+//     response (past the client's timeout: the client closes), or ends the
+//     connection after the append: unanswered with a clean FIN
+//     ([CloseAfterAppend]) or an RST ([ResetAfterAppend]), or answered, then
+//     reset, with the answer lost past the capture point
+//     ([AnswerThenReset]: an in-harness TCP proxy in front of the brokers
+//     drops it; [ProxyLeg] maps the proxy's legs, the clients a capture
+//     shows, to the real clients). [Cluster.Events] lists every fault
+//     applied, with the time the connection ended; [Cluster.Exchanges]
+//     every produce request and kfake's answer (NOT_LEADER_OR_FOLLOWER
+//     included). [Cluster.MoveLeaders] moves partition leaders between
+//     brokers at random intervals ([LeaderMoves]), [Cluster.Moves] lists the
+//     moves.
+//   - [StartCapture] runs tcpdump on loopback for a port,
+//     [StartCapturePorts] for all of a cluster's [Cluster.Ports] in one file;
 //     [Capture.Stop] checks that the kernel dropped nothing. [CanCapture] says
 //     why it cannot run here (testenv decides whether that skips or fails).
 //   - [Produce] writes distinct values through a kgo producer configured by a
@@ -22,8 +34,20 @@
 //     kcat, sarama, kafka-go or an application that produces some records
 //     twice, each doc saying what that client does on a retry. [ReadBack]
 //     returns a topic's batches and records, and which values the log holds
-//     more than once.
-//   - [Run] does all of it for one [Scenario] and returns a [Result].
+//     more than once, reading every partition from its current leader.
+//   - [RdkafkaProduce] writes through librdkafka 2.11 (confluent-kafka-go,
+//     built with cgo from internal/rdkafka, a module of its own, so kdupcap
+//     stays static; [RdkafkaErr] says why it cannot run here);
+//     [RdkafkaEpochBump] and [RdkafkaRebatch] are recipes that make it
+//     write records twice (an idempotent epoch bump, a re-batched retry).
+//   - [KafkajsProduce], [PlatformaticProduce] and [KafkaPythonPlainProduce]
+//     write through kafkajs 2.2.4 and @platformatic/kafka 1.35.0 (Node.js
+//     programs in js/, their packages pinned by js/package-lock.json and
+//     installed by `npm ci`) and Debian's kafka-python 2.0.2 in plaintext;
+//     [KafkajsErr], [PlatformaticErr] and [KafkaPythonErr] say why one
+//     cannot run here; each config's doc says what that client sends.
+//   - [Run] does all of it for one [Scenario] (its brokers, faults, proxy
+//     and leader moves) and returns a [Result].
 //
 // # Imports
 //
@@ -43,22 +67,46 @@
 //
 // # Files
 //
-//   - cluster.go: Cluster, NewCluster and its faults, events and legacy
-//     versions.
+//   - cluster.go: Cluster, ClusterConfig, NewCluster and NewClusterWith,
+//     the brokers' addresses and ports, faults, events and legacy versions.
 //   - conn.go: the connection wrapper that applies faults to the broker's
-//     answers.
+//     answers and ends connections with a FIN or an RST.
+//   - proxy.go: ProxyLeg and the proxy in front of the brokers that drops
+//     AnswerThenReset's answers.
+//   - sent_linux.go, sent_other.go: waiting until an answer has left the
+//     broker's socket before its RST.
+//   - exchange.go: Exchange, the wrapper's record of every produce answer.
+//   - moves.go: LeaderMoves, Move, Cluster.MoveLeader and MoveLeaders.
 //   - frame.go: finding and parsing the frames the wrapper sees.
 //   - fault.go: Fault, Action and Event.
-//   - capture.go: Capture, StartCapture, CanCapture and CaptureStats: tcpdump.
+//   - capture.go: Capture, StartCapture, StartCapturePorts, CanCapture and
+//     CaptureStats: tcpdump.
 //   - produce.go: Producer, Produce and Values: the kgo producer.
 //   - settings.go: Settings, the kgo producer settings a test varies.
 //   - codec.go: Codec, the compression codecs.
 //   - kcat.go: KcatProduce and KcatCompressed, through librdkafka's kcat.
+//   - rdkafka.go: Rdkafka, RdkafkaProduce, RdkafkaErr, RdkafkaBuild and
+//     the recipes RdkafkaEpochBump and RdkafkaRebatch, through librdkafka
+//     2.11 (confluent-kafka-go, internal/rdkafka), built once into a cache.
 //   - sarama.go: SaramaProducer and SaramaProduce, through IBM/sarama.
+//   - kafkajs.go: KafkaJS, KafkajsProduce, KafkajsErr and JSDir, through
+//     kafkajs (js/kafkajs_produce.js), and the Node.js runner.
+//   - platformatic.go: Platformatic, PlatformaticProduce and
+//     PlatformaticErr, through @platformatic/kafka
+//     (js/platformatic_produce.mjs).
+//   - kafkapython.go: KafkaPythonPlain and KafkaPythonPlainProduce, through
+//     kafka-python in plaintext (tls_python.go has it over TLS).
+//   - js/: package.json, package-lock.json and the two Node.js producers;
+//     node_modules (git-ignored) is what `npm ci` installs there.
 //   - kafkago.go: KafkaGoWriter and KafkaGoProduce, through segmentio/kafka-go.
 //   - apptwice.go: AppTwice and AppTwiceProduce, an app that writes twice.
 //   - readback.go: Log, Batch, Record, Copies and ReadBack: the log read back.
 //   - scenario.go: Scenario, Result, ProduceFunc and Run.
 //   - sasl.go: SASL, the superuser a cluster requires (kfake.EnableSASL)
 //     and the producer and read back authenticate as; its kcat settings.
+//   - faults_test.go: each connection-ending fault against kgo, proven by
+//     the event, the re-send, the log and the FIN or RST in the capture.
+//   - brokers_test.go: three brokers whose leaders move under kgo, with and
+//     without the proxy: moves, NOT_LEADER_OR_FOLLOWER followed, a complete
+//     log, one capture of every broker's port.
 package kafkatest
