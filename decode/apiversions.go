@@ -19,12 +19,19 @@ import (
 // allows letters, digits, '.' and '-'; a real one is a few dozen bytes.
 const maxSoftwareBytes = 128
 
-// apiVersionsRequest reads the client software name and version of an
-// ApiVersions v3+ request into the connection's ConnInfo. It sets them only
-// before the connection's first ProduceRequest, since ConnInfo is shared
-// with exchanges already handed to the Sink, which decode must not change.
+// apiVersionsRequest records the version of an ApiVersions request, and
+// reads the client software name and version of a v3+ one, into the
+// connection's ConnInfo. It sets them only before the connection's first
+// ProduceRequest, since ConnInfo is shared with exchanges already handed to
+// the Sink, which decode must not change.
 func (c *Conn) apiVersionsRequest(dir *direction, h requestHeader, body []byte, pos int64) {
-	if h.version < 3 || c.info == nil || c.sum.ProduceRequests > 0 {
+	if c.info == nil || c.sum.ProduceRequests > 0 {
+		return
+	}
+	if !c.info.ApiVersionsSent || h.version > c.info.ApiVersionsVersion {
+		c.info.ApiVersionsSent, c.info.ApiVersionsVersion = true, h.version
+	}
+	if h.version < 3 {
 		return
 	}
 	req := kmsg.ApiVersionsRequest{Version: h.version}

@@ -119,3 +119,34 @@ func TestInFlight(t *testing.T) {
 		}
 	}
 }
+
+// TestApiVersionsVersion: ConnInfo holds the highest ApiVersions request
+// version sent before the first ProduceRequest (a client falling back from
+// v3 to v0 is still a v3 client), none when no ApiVersions came first.
+func TestApiVersionsVersion(t *testing.T) {
+	tests := []struct {
+		name     string
+		script   []msg
+		wantSent bool
+		want     int16
+	}{
+		{name: "v0 only (kafka-go, kafka-python 2.0)", script: []msg{apiVersionsMsg(0, 1, "", ""), apiVersionsAnswer(0, 1), produceMsg(2), answerMsg(2)}, wantSent: true, want: 0},
+		{name: "v2 (kafkajs)", script: []msg{apiVersionsMsg(2, 1, "", ""), apiVersionsAnswer(2, 1), produceMsg(2), answerMsg(2)}, wantSent: true, want: 2},
+		{name: "v3 then v0 fallback", script: []msg{apiVersionsMsg(3, 1, "kgo", "v1"), apiVersionsAnswer(0, 1), apiVersionsMsg(0, 2, "", ""), apiVersionsAnswer(0, 2), produceMsg(3), answerMsg(3)}, wantSent: true, want: 3},
+		{name: "none", script: []msg{produceMsg(1), answerMsg(1)}},
+		{name: "after the first produce request, not taken", script: []msg{produceMsg(1), answerMsg(1), apiVersionsMsg(2, 2, "", ""), apiVersionsAnswer(2, 2), produceMsg(3), answerMsg(3)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			xs, _, d := decodeScript(Options{}, tt.script, whole)
+			if len(xs) == 0 {
+				t.Fatalf("no exchange (%v)", d.Errors())
+			}
+			for _, x := range xs {
+				if x.Conn.ApiVersionsSent != tt.wantSent || x.Conn.ApiVersionsVersion != tt.want {
+					t.Errorf("ApiVersions sent %v v%d, want %v v%d", x.Conn.ApiVersionsSent, x.Conn.ApiVersionsVersion, tt.wantSent, tt.want)
+				}
+			}
+		})
+	}
+}

@@ -21,6 +21,13 @@ type ConnInfo struct {
 	// sent in an ApiVersions v3+ request (KIP-511) before its first
 	// ProduceRequest on the connection; empty when none was captured.
 	ClientSoftwareName, ClientSoftwareVersion string
+	// ApiVersionsSent is true when the client sent an ApiVersions request
+	// before its first ProduceRequest on the connection; ApiVersionsVersion
+	// is then the highest version of those requests (0 otherwise). Clients
+	// that send no software name are told apart by it: kafka-python before
+	// 2.1.3 and kafka-go send v0, kafkajs v2 (profile's inference).
+	ApiVersionsSent    bool
+	ApiVersionsVersion int16
 	// SASLMechanism is the mechanism of the connection's SASL
 	// authentication answered before its first ProduceRequest ("PLAIN",
 	// "SCRAM-SHA-256", "GSSAPI", ...); empty when none was captured.

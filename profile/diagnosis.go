@@ -6,62 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
 )
-
-// clientSettings names a client's own settings, so that a diagnosis says
-// what to change in the words of the client's documentation.
-type clientSettings struct {
-	idempotence   string // turns idempotence on
-	brokerTimeout string // sent as the request's timeout
-	clientTimeout string // how long the client waits for an answer
-	closes        string // who closes a connection with requests unanswered
-	inFlight      string // max requests in flight per connection
-	retries       string
-}
-
-// settingsFor returns the setting names of the client software name (from
-// ApiVersions), generic names when it is not known.
-func settingsFor(software string) clientSettings {
-	s := strings.ToLower(software)
-	switch {
-	case strings.Contains(s, "rdkafka") || strings.Contains(s, "confluent-kafka"):
-		return clientSettings{
-			idempotence:   "enable.idempotence=true",
-			brokerTimeout: "request.timeout.ms",
-			clientTimeout: "socket.timeout.ms",
-			closes:        "librdkafka closes a connection whose request got no answer within socket.timeout.ms",
-			inFlight:      "max.in.flight.requests.per.connection",
-			retries:       "retries",
-		}
-	case strings.Contains(s, "apache-kafka-java"):
-		return clientSettings{
-			idempotence:   "enable.idempotence=true",
-			brokerTimeout: "request.timeout.ms",
-			clientTimeout: "request.timeout.ms (with delivery.timeout.ms above it)",
-			closes:        "the Java client closes a connection whose request got no answer within request.timeout.ms",
-			inFlight:      "max.in.flight.requests.per.connection",
-			retries:       "retries",
-		}
-	case s == "kgo" || strings.Contains(s, "franz-go"):
-		return clientSettings{
-			idempotence:   "idempotent writes (without kgo.DisableIdempotentWrite)",
-			brokerTimeout: "kgo.ProduceRequestTimeout",
-			clientTimeout: "kgo.ProduceRequestTimeout plus kgo.RequestTimeoutOverhead",
-			closes:        "kgo closes a connection whose request got no answer within kgo.ProduceRequestTimeout plus kgo.RequestTimeoutOverhead",
-			inFlight:      "kgo.MaxProduceRequestsInflightPerBroker",
-			retries:       "kgo.RecordRetries",
-		}
-	}
-	return clientSettings{
-		idempotence:   "idempotence (enable.idempotence=true in most clients)",
-		brokerTimeout: "the request timeout",
-		clientTimeout: "the client's own request timeout",
-		closes:        "the client closes a connection after its own request timeout, or the broker closed it",
-		inFlight:      "max in flight",
-		retries:       "retries",
-	}
-}
 
 // Errors answered after the batch was appended: a re-send appends it again
 // unless the producer is idempotent.
@@ -72,23 +19,33 @@ var afterAppend = []string{"REQUEST_TIMED_OUT", "NOT_ENOUGH_REPLICAS_AFTER_APPEN
 var leaderMoved = []string{"NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH"}
 
 // Diagnose says in plain words why producer p re-sent, what that did to the
-// log, and which setting would have prevented it; each statement quotes
-// numbers of the capture held in p. It is empty for a producer with nothing
-// to diagnose: no re-send, no acks=0 and no retriable error left unretried.
+// log, and which setting would have prevented it, in the words of its
+// client's documentation (the client it names in ApiVersions, or the one
+// its client.id suggests, said to be a guess); each statement quotes
+// numbers of the capture held in p, and none is said twice. It is empty for
+// a producer with nothing to diagnose: no re-send, no acks=0 and no
+// retriable error left unretried.
 func Diagnose(p *Producer) string {
 	acks0 := slices.Contains(p.Acks, 0)
-	if p.Resends == 0 && !acks0 && len(p.Unretried) == 0 {
+	if p.Resends == 0 && !acks0 && len(p.Unretried) == 0 && p.Renumbered == 0 {
 		return ""
 	}
-	names := settingsFor(p.SoftwareName)
+	names, guessed := clientOf(p)
 	var out []string
-	say := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	say := func(format string, args ...any) {
+		if t := fmt.Sprintf(format, args...); !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
 	timeout := int32(-1)
 	if n := len(p.TimeoutsMillis); n > 0 {
 		timeout = p.TimeoutsMillis[n-1]
 	}
 	lat := &p.Overall
 	dup, unconfirmed, dedup := p.ByVerdict[detect.Duplicated], p.ByVerdict[detect.Unconfirmed], p.ByVerdict[detect.Deduplicated]
+	// harmless: every re-send of an idempotent producer was deduplicated
+	// or refused, none is in the log twice and none may be.
+	harmless := p.Idempotent && p.Resends > 0 && dup == 0 && unconfirmed == 0 && p.Renumbered == 0
 
 	// What happened.
 	head := producerName(p) + " (" + settingsText(p) + "): "
@@ -115,9 +72,17 @@ func Diagnose(p *Producer) string {
 		head += fmt.Sprintf("%s, none re-sent", countText(p.Batches, "batch"))
 	}
 	say("%s.", head)
+	if guessed {
+		say("If this is %s, as %s suggest (it sent no software name), the settings named below are %s.", names.name, p.InferredFrom, possessive(names.name))
+	}
 
 	// Why, cause by cause, and what would have avoided it.
 	var fixes []string
+	brokerSide := false
+	onlyAnswerLost := len(p.Causes) > 0
+	for _, c := range p.Causes {
+		onlyAnswerLost = onlyAnswerLost && c.Cause == detect.CauseAnswerLost
+	}
 	for _, c := range p.Causes {
 		switch {
 		case c.Cause == detect.CauseBrokerError && slices.Contains(afterAppend, c.Error):
@@ -131,24 +96,48 @@ func Diagnose(p *Producer) string {
 		case c.Cause == detect.CauseBrokerError:
 			say("%s followed %s.", countText(c.Count, "re-send"), c.Error)
 		case c.Cause == detect.CauseClientTimeout:
-			t := fmt.Sprintf("%s went out %s after the attempt before with no answer captured: the client's own timeout (%s) expired",
-				countText(c.Count, "re-send"), gapText(c), names.clientTimeout)
-			if lat.Answered > 0 {
-				t += fmt.Sprintf(", below the broker's slowest answers (p99 %s ms, max %s ms)", msText(lat.P99Millis), msText(lat.MaxMillis))
+			t, fix := clientTimeoutText(c, names, lat)
+			say("%s.", t)
+			if fix != "" {
+				fixes = append(fixes, fix)
+			}
+		case c.Cause == detect.CauseConnectionClosed:
+			t, broker := connectionClosedText(c)
+			say("%s.", t)
+			brokerSide = brokerSide || broker
+		case c.Cause == detect.CauseAnswerLost:
+			t := fmt.Sprintf("%s followed an answer the broker reset away", countText(c.Count, "re-send"))
+			if c.Ended > 0 {
+				t += " " + rangeText(c.MinEndMillis, c.MaxEndMillis) + " later"
+			}
+			t += " (the client never read it)"
+			if harmless && dedup > 0 && onlyAnswerLost {
+				t += ", and the broker deduplicated them"
 			}
 			say("%s.", t)
-			fixes = append(fixes, fmt.Sprintf("raising %s above the broker's p99 latency would have avoided them", names.clientTimeout))
-		case c.Cause == detect.CauseConnectionClosed:
-			say("%s went out on a new connection %s after the attempt before, whose connection closed with no answer captured (%s).",
-				countText(c.Count, "re-send"), gapText(c), names.closes)
+			brokerSide = true
 		case c.Cause == detect.CauseNotARetry:
 			say("%s repeated a batch already acknowledged (or sent with acks=0): the application or the client sent it again, which no retry setting prevents.",
 				countText(c.Count, "send"))
 		}
 	}
-	if !p.Idempotent && p.MaxInFlight > 1 && p.Resends > 0 {
-		say("With %d requests in flight at once and no idempotence, a re-sent batch can also land after later ones; %s=1 or idempotence keeps the order.",
-			p.MaxInFlight, names.inFlight)
+	if brokerSide {
+		say("Look at the broker's side at those times: its logs, and what closes connections in front of it (connections.max.idle.ms on the broker, a load balancer's or proxy's idle timeout).")
+	}
+	if p.Idempotent && p.Renumbered > 0 {
+		say("%s", renumberedText(p, dup))
+		if names.renumber != "" {
+			say("%s.", upperFirst(names.renumber))
+		} else {
+			say("A transactional producer (%s) with read_committed consumers hides the copies of aborted sends; client timeouts above the broker's slowest answers avoid the re-sends.", names.transactional)
+		}
+	}
+	if !p.Idempotent && p.MaxInFlight > 1 && p.Resends > 0 && names.inFlight != "" {
+		order := names.inFlight + "=1"
+		if names.idempotence != "" {
+			order += " or idempotence"
+		}
+		say("With %d requests in flight at once and no idempotence, a re-sent batch can also land after later ones; %s keeps the order.", p.MaxInFlight, order)
 	}
 	for _, u := range p.Unretried {
 		t := fmt.Sprintf("%s answered %s %s never sent again: %s look disabled (0) or ran out", countText(u.Count, "batch"), u.Error,
@@ -159,23 +148,173 @@ func Diagnose(p *Producer) string {
 		say("%s.", t)
 	}
 	if acks0 {
-		say("With acks=0 the broker answers nothing: the client never re-sends and never learns of a lost write; acks=all with %s delivers without loss or duplicates.",
-			names.idempotence)
+		if names.idempotence != "" {
+			say("With acks=0 the broker answers nothing: the client never re-sends and never learns of a lost write; %s with %s delivers without loss or duplicates.",
+				names.acksAll, names.idempotence)
+		} else {
+			say("With acks=0 the broker answers nothing: the client never re-sends and never learns of a lost write; %s makes it answer (%s has no idempotent producer, so a re-send can then write a batch twice).",
+				names.acksAll, names.name)
+		}
 	}
 
 	// The remedy: idempotence first, then the timeouts.
 	switch {
-	case !p.Idempotent && (dup > 0 || unconfirmed > 0):
+	case !p.Idempotent && (dup > 0 || unconfirmed > 0) && names.idempotence != "":
 		fixes = append([]string{"with " + names.idempotence + " these re-sends would have been harmless"}, fixes...)
-	case p.Idempotent && p.Resends > 0 && dup == 0:
+	case !p.Idempotent && (dup > 0 || unconfirmed > 0):
+		fixes = append([]string{names.name + " has no idempotent producer, so each re-send can write a batch twice"}, fixes...)
+	case harmless && !(dedup > 0 && onlyAnswerLost):
 		fixes = append([]string{"idempotence made these re-sends harmless"}, fixes...)
 	}
 	if len(fixes) > 0 {
-		fixes = slices.Compact(fixes)
-		f := strings.Join(fixes, "; ")
-		say("%s.", strings.ToUpper(f[:1])+f[1:])
+		var uniq []string
+		for _, f := range fixes {
+			if !slices.Contains(uniq, f) {
+				uniq = append(uniq, f)
+			}
+		}
+		say("%s.", upperFirst(strings.Join(uniq, "; ")))
 	}
 	return strings.Join(out, " ")
+}
+
+// clientOf is the settings of p's client: the one it named in ApiVersions,
+// else the one its client.id and API versions suggest (guessed true), else
+// generic names.
+func clientOf(p *Producer) (names clientSettings, guessed bool) {
+	if p.SoftwareName != "" {
+		return settingsFor(p.SoftwareName), false
+	}
+	if p.SoftwareGuess != "" {
+		if c := settingsFor(p.SoftwareGuess); c.name != genericSettings.name {
+			return c, true
+		}
+	}
+	return genericSettings, false
+}
+
+// clientTimeoutText explains re-sends sent before any answer to the
+// attempt before, after the client's own timeout, and gives the fix the
+// latency supports ("" when it supports none).
+func clientTimeoutText(c CauseCount, names clientSettings, lat *BrokerLatency) (text, fix string) {
+	if strings.HasPrefix(c.Error, string(decode.EndByClient)+" ") {
+		text = fmt.Sprintf("%s went out on a new connection %s after the attempt before: the client ended the old connection (%s)",
+			countText(c.Count, "re-send"), gapText(c), c.Error)
+		if c.Ended > 0 {
+			text += " " + rangeText(c.MinEndMillis, c.MaxEndMillis) + " after the request"
+		}
+		text += " with no answer captured"
+		switch {
+		case names.closesOnTimeout:
+			text += ", after its own timeout (" + names.clientTimeout + ")"
+		case names.name != genericSettings.name:
+			// A client that keeps connections open on a timeout closed
+			// this one for another reason.
+			text += "; " + names.closes + ", so something else made it close the connection"
+		}
+	} else {
+		text = fmt.Sprintf("%s went out %s after the attempt before with no answer captured: the client's own timeout (%s) expired",
+			countText(c.Count, "re-send"), gapText(c), names.clientTimeout)
+	}
+	if lat.Answered == 0 {
+		return text, ""
+	}
+	if lat.MaxMillis < c.MinGapMillis {
+		return text + fmt.Sprintf(", although the broker answered every other request captured within %s ms: these got no answer at all", msText(lat.MaxMillis)), ""
+	}
+	text += fmt.Sprintf(", below the broker's slowest answers (p99 %s ms, max %s ms)", msText(lat.P99Millis), msText(lat.MaxMillis))
+	if lat.P99Millis > c.MinGapMillis {
+		return text, fmt.Sprintf("raising %s above the broker's p99 latency (%s ms) would have avoided the re-sends after the client's timeout", names.clientTimeout, msText(lat.P99Millis))
+	}
+	return text, fmt.Sprintf("raising %s above the broker's slowest answers (%s ms) would have avoided the re-sends after the client's timeout", names.clientTimeout, msText(lat.MaxMillis))
+}
+
+// connectionClosedText explains re-sends on a new connection after the
+// attempt before's connection ended unanswered by the broker's side or
+// with no end captured; broker is true when the broker's side ended it.
+func connectionClosedText(c CauseCount) (text string, broker bool) {
+	n := countText(c.Count, "re-send")
+	switch {
+	case strings.HasPrefix(c.Error, string(decode.EndByBroker)+" "):
+		what := "closed"
+		if strings.HasSuffix(c.Error, "RST") {
+			what = "reset"
+		}
+		if c.Ended > 0 {
+			return fmt.Sprintf("%s followed the broker's side: it %s the connection (%s) %s after the request with no answer captured, and the client re-sent %s after that (%s after the attempt before): not the client's timeout",
+				n, what, c.Error, rangeText(c.MinEndMillis, c.MaxEndMillis), rangeText(c.MinAfterEndMillis, c.MaxAfterEndMillis), gapText(c)), true
+		}
+		return fmt.Sprintf("%s followed the broker's side: it %s the connection (%s) with no answer captured, and the client re-sent %s after the attempt before: not the client's timeout",
+			n, what, c.Error, gapText(c)), true
+	case c.Error == "":
+		return fmt.Sprintf("%s went out on a new connection %s after the attempt before, whose connection ended with no answer captured; the capture shows no FIN or RST of it, so it does not show who closed it",
+			n, gapText(c)), false
+	}
+	return fmt.Sprintf("%s went out on a new connection %s after the attempt before, whose connection ended (%s) with no answer captured", n, gapText(c), c.Error), false
+}
+
+// renumberedText says that idempotent producer p sent records again under
+// another epoch or producer ID, which the broker cannot deduplicate.
+func renumberedText(p *Producer, dup int64) string {
+	how := "under another epoch or producer ID"
+	if len(p.Changes) > 0 {
+		ch := p.Changes[0]
+		switch ch.Change {
+		case detect.ProducerChangeEpoch:
+			how = fmt.Sprintf("under a new epoch (epoch %d -> %d of producer ID %d)", ch.Epoch, ch.ToEpoch, ch.ProducerID)
+		case detect.ProducerChangeID:
+			how = fmt.Sprintf("under a new producer ID (%d -> %d)", ch.ProducerID, ch.ToProducerID)
+		}
+		if after := causeText(ch.Cause, ch.Error); after != "" {
+			how += " after " + after
+		}
+		if len(p.Changes) > 1 {
+			how += fmt.Sprintf(", and %s", countText(int64(len(p.Changes)-1), "other change"))
+		}
+	}
+	var dupChanged int64
+	for _, ch := range p.Changes {
+		dupChanged += ch.Duplicated
+	}
+	what := "the records of " + countText(p.Renumbered, "batch")
+	if dupChanged > 0 || dup > 0 {
+		return fmt.Sprintf("Idempotence is on, yet the log holds records twice: the producer sent %s again %s, and the broker deduplicates only within one producer ID and epoch.", what, how)
+	}
+	return fmt.Sprintf("Idempotence is on, yet the producer sent %s again %s: the broker deduplicates only within one producer ID and epoch, so the log may hold them twice.", what, how)
+}
+
+// causeText names a cause of a re-send as a person would, "" for none.
+func causeText(c detect.Cause, errName string) string {
+	t := ""
+	switch c {
+	case detect.CauseClientTimeout:
+		t = "the client's own timeout"
+	case detect.CauseBrokerError:
+		return errName
+	case detect.CauseConnectionClosed:
+		t = "the connection closed"
+	case detect.CauseAnswerLost:
+		return "an answer lost to a broker reset (" + errName + ")"
+	case detect.CauseNotARetry:
+		return "a send already acknowledged"
+	default:
+		return ""
+	}
+	if errName != "" {
+		t += " (" + errName + ")"
+	}
+	return t
+}
+
+// possessive is "kafkajs's", "the Java client's".
+func possessive(name string) string { return name + "'s" }
+
+// upperFirst makes the first byte of s upper case.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // afterAppendText explains re-sends that followed an error the broker
@@ -206,9 +345,9 @@ func afterAppendText(c CauseCount, timeout int32, lat *BrokerLatency) string {
 // timeoutFix advises a broker-side timeout above the observed latency.
 func timeoutFix(setting string, lat *BrokerLatency) string {
 	if lat.Succeeded == 0 {
-		return "raising " + setting + " above the broker's replication latency would have avoided them"
+		return "raising " + setting + " above the broker's replication latency would have avoided the REQUEST_TIMED_OUT answers"
 	}
-	return fmt.Sprintf("raising %s above the p99 latency (%s ms) would have avoided them", setting, msText(lat.SucceededP99Millis))
+	return fmt.Sprintf("raising %s above the p99 latency (%s ms) would have avoided the REQUEST_TIMED_OUT answers", setting, msText(lat.SucceededP99Millis))
 }
 
 // producerName names p: its software (from ApiVersions), address and
@@ -216,7 +355,7 @@ func timeoutFix(setting string, lat *BrokerLatency) string {
 func producerName(p *Producer) string {
 	name := "producer"
 	if p.SoftwareName != "" {
-		name = strings.TrimSpace(p.SoftwareName + " " + p.SoftwareVersion)
+		name = SoftwareText(p)
 	}
 	name += " at " + p.ClientIP.String()
 	if p.ClientID != nil {
@@ -253,12 +392,31 @@ func settingsText(p *Producer) string {
 }
 
 // gapText is the time range of a cause's re-sends after the attempt before.
-func gapText(c CauseCount) string {
-	lo, hi := msText(c.MinGapMillis), msText(c.MaxGapMillis)
-	if lo == hi {
-		return lo + " ms"
+func gapText(c CauseCount) string { return rangeText(c.MinGapMillis, c.MaxGapMillis) }
+
+// rangeText is "30000 ms" or "30000-30100 ms".
+func rangeText(lo, hi float64) string {
+	a, b := msText(lo), msText(hi)
+	if a == b {
+		return a + " ms"
 	}
-	return lo + "-" + hi + " ms"
+	return a + "-" + b + " ms"
+}
+
+// SoftwareText names p's client software as it named itself, with the
+// librdkafka version a librdkafka wrapper carries: "kgo v1.22.3",
+// "confluent-kafka-go (librdkafka 2.11.1)", "confluent-kafka-python 2.11.0
+// (librdkafka 2.11.0)"; empty when p sent no software name.
+func SoftwareText(p *Producer) string {
+	if p.SoftwareName == "" {
+		return ""
+	}
+	v, lv := p.SoftwareVersion, p.LibrdkafkaVersion
+	if lv == "" || settingsFor(p.SoftwareName).name == librdkafkaSettings.name {
+		return strings.TrimSpace(p.SoftwareName + " " + v)
+	}
+	v = strings.TrimSuffix(strings.TrimSuffix(v, lv), "-rdkafka-")
+	return strings.TrimSpace(p.SoftwareName+" "+v) + " (librdkafka " + lv + ")"
 }
 
 // msText prints milliseconds with the precision a person reads: whole above

@@ -25,11 +25,20 @@
 //   - producer.go: Producer, BrokerLatency, CauseCount, ErrorCount, Options
 //     and the Profiler: Produce, which reads the settings, counts and
 //     latency off each exchange, and Producers, which builds the profiles.
-//   - tally.go: Finding, which tallies each producer's re-sends by cause,
-//     verdict and most copies, keeping each revisable finding's share
-//     apart until no later report of it can come.
-//   - diagnosis.go: Diagnose, and the names of each client's settings it
-//     advises on (librdkafka, the Java client, franz-go, others).
+//   - tally.go: Finding, which tallies each producer's re-sends by cause
+//     (with the times of the connection ends they followed), verdict, most
+//     copies and changes of epoch or producer ID, keeping each revisable
+//     finding's share apart until no later report of it can come, and
+//     notes the errored sends findings show sent again (for Unretried).
+//   - diagnosis.go: Diagnose and SoftwareText.
+//   - clients.go: the client table: each client's software name and the
+//     names of the settings a diagnosis advises on (librdkafka and its
+//     confluent-kafka-go, -python and -dotnet wrappers, the Java client,
+//     franz-go, sarama, kafka-go, kafkajs, kafka-python,
+//     @platformatic/kafka), and the librdkafka version a wrapper carries.
+//   - infer.go: the guess of the client of a producer that sent no
+//     software name, from its default client.id and the ApiVersions and
+//     Produce versions it sent (Producer.SoftwareGuess), and GuessText.
 //   - sketch.go: Sketch, the fixed-size logarithmic latency histogram.
 //
 // # Ownership and bounds

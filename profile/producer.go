@@ -48,6 +48,21 @@ type Producer struct {
 	// SoftwareName and SoftwareVersion come from its ApiVersions v3+
 	// requests (KIP-511); empty when none was captured.
 	SoftwareName, SoftwareVersion string
+	// LibrdkafkaVersion is the librdkafka version a librdkafka client or
+	// wrapper carries (confluent-kafka-go, -python, -dotnet), read off
+	// SoftwareVersion; empty for any other client.
+	LibrdkafkaVersion string
+	// SoftwareGuess is, when no software name was captured, the client
+	// its client.id and API versions suggest ("kafkajs", "kafka-go"), a
+	// guess and never a certainty; InferredFrom says what it rests on
+	// (`client.id "kafkajs", ApiVersions v2 and Produce v7`). Both empty
+	// when SoftwareName is set or nothing suggests a client.
+	SoftwareGuess, InferredFrom string
+	// ApiVersions are the distinct versions of the ApiVersions requests
+	// its connections sent before their first ProduceRequest (the
+	// highest of each connection), ascending; ProduceVersions those of its
+	// ProduceRequests.
+	ApiVersions, ProduceVersions []int16
 	// SASLUsers are the distinct SASL users its connections authenticated
 	// as (decode.ConnInfo.SASLUser), ascending; none without SASL, or
 	// when the mechanism does not show the user.
@@ -85,6 +100,12 @@ type Producer struct {
 	// MostCopies is the most distinct offsets one duplicated batch was
 	// appended at.
 	MostCopies int
+	// Renumbered counts the record-level findings whose records this
+	// idempotent producer sent again under another epoch or producer ID
+	// (detect.Finding.ProducerChange), which the broker cannot
+	// deduplicate; Changes says how, most first (at most 8 kinds).
+	Renumbered int64
+	Changes    []ChangeCount
 	// Causes counts the re-sends by cause (and broker error), most first.
 	Causes []CauseCount
 	// Unretried counts batches answered with a retriable error that were
@@ -121,12 +142,41 @@ type BrokerLatency struct {
 // CauseCount counts the re-sends of one cause.
 type CauseCount struct {
 	Cause detect.Cause
-	// Error is the broker error for CauseBrokerError, else empty.
+	// Error is detect.Attempt.CauseError: the broker error for
+	// CauseBrokerError, how the connection of the attempt before ended
+	// ("client FIN", "broker RST") for CauseClientTimeout,
+	// CauseConnectionClosed and CauseAnswerLost when the capture shows it,
+	// else empty.
 	Error string
 	Count int64
 	// MinGapMillis and MaxGapMillis bound the time from the attempt
 	// before to the re-send.
 	MinGapMillis, MaxGapMillis float64
+	// Ended counts the re-sends whose attempt before has the time of its
+	// connection's end (detect.Attempt.End); for them, MinEndMillis and
+	// MaxEndMillis bound the time from that attempt (from its answer, for
+	// CauseAnswerLost) to the end, MinAfterEndMillis and MaxAfterEndMillis
+	// the time from the end to the re-send. All zero when Ended is 0.
+	Ended                                int64
+	MinEndMillis, MaxEndMillis           float64
+	MinAfterEndMillis, MaxAfterEndMillis float64
+}
+
+// ChangeCount counts the record-level findings of an idempotent producer
+// whose records were sent again under another epoch or producer ID, by how
+// the producer changed and what the re-send that changed followed.
+type ChangeCount struct {
+	Change detect.ProducerChange
+	// ProducerID and Epoch are the first attempt's, ToProducerID and
+	// ToEpoch those of the first attempt sent under another.
+	ProducerID, ToProducerID int64
+	Epoch, ToEpoch           int16
+	// Cause and Error are the cause of that attempt (its CauseError).
+	Cause detect.Cause
+	Error string
+	// Count counts the findings; Duplicated those whose verdict is
+	// detect.Duplicated.
+	Count, Duplicated int64
 }
 
 // ErrorCount counts batches answered with one error.
@@ -175,6 +225,12 @@ type producerState struct {
 	// of an answer with a retriable error: unretried errors are told only
 	// when the producer went on sending after the last of them.
 	lastRequest, lastError time.Time
+	// retried holds the sends answered with a retriable error that some
+	// finding shows were sent again (by bytes, sequence or records; in
+	// several findings, counted once), retriedBy their number by error:
+	// batches not among them are unretried.
+	retried   map[sendKey]struct{}
+	retriedBy map[string]int64
 	// tally is what the findings tallied for good say of its re-sends.
 	tally tally
 }
@@ -260,6 +316,10 @@ func (pr *Profiler) Produce(x *decode.Exchange) {
 	if x.Conn != nil && x.Conn.ClientSoftwareName != "" {
 		p.SoftwareName, p.SoftwareVersion = x.Conn.ClientSoftwareName, x.Conn.ClientSoftwareVersion
 	}
+	if x.Conn != nil && x.Conn.ApiVersionsSent {
+		p.ApiVersions = addDistinct(p.ApiVersions, x.Conn.ApiVersionsVersion)
+	}
+	p.ProduceVersions = addDistinct(p.ProduceVersions, x.Version)
 	if x.Conn != nil && x.Conn.SASLUser != "" {
 		p.SASLUsers = addDistinct(p.SASLUsers, x.Conn.SASLUser)
 	}
@@ -378,8 +438,21 @@ func (s *producerState) profile(r *tally) Producer {
 	p.SASLUsers = slices.Clone(p.SASLUsers)
 	p.Acks = slices.Clone(p.Acks)
 	p.TimeoutsMillis = slices.Clone(p.TimeoutsMillis)
+	p.ApiVersions = slices.Clone(p.ApiVersions)
+	p.ProduceVersions = slices.Clone(p.ProduceVersions)
 	p.ByVerdict = map[detect.Verdict]int64{}
 	p.Resent, p.Resends, p.MostCopies, p.Causes = r.resent, r.resends, r.mostCopies, slices.Clone(r.causes)
+	p.Renumbered, p.Changes = r.renumbered, slices.Clone(r.changes)
+	slices.SortStableFunc(p.Changes, func(a, b ChangeCount) int { return cmp.Compare(b.Count, a.Count) })
+	if p.SoftwareName != "" {
+		p.LibrdkafkaVersion = librdkafkaVersion(p.SoftwareName, p.SoftwareVersion)
+	} else {
+		e := inferEvidence{clientID: p.ClientID, apiVersions: -1, produce: p.ProduceVersions}
+		if n := len(p.ApiVersions); n > 0 {
+			e.apiVersions = p.ApiVersions[n-1]
+		}
+		p.SoftwareGuess, p.InferredFrom = inferSoftware(&e)
+	}
 	for v, n := range r.byVerdict {
 		p.ByVerdict[v] = n
 	}
@@ -396,7 +469,7 @@ func (s *producerState) profile(r *tally) Producer {
 		if !s.lastRequest.After(s.lastError) {
 			break // the capture may have ended before the retries
 		}
-		if left := n - r.retried[err]; left > 0 {
+		if left := n - s.retriedBy[err]; left > 0 {
 			p.Unretried = append(p.Unretried, ErrorCount{Error: err, Count: left})
 		}
 	}
@@ -444,9 +517,18 @@ func latencyOf(broker netip.AddrPort, all, ok *Sketch) BrokerLatency {
 
 func millis(ns int64) float64 { return float64(ns) / 1e6 }
 
-// addCause counts the re-send a in causes.
-func addCause(causes []CauseCount, a *detect.Attempt) []CauseCount {
-	return mergeCause(causes, CauseCount{Cause: a.Cause, Error: a.CauseError, Count: 1, MinGapMillis: a.GapMillis, MaxGapMillis: a.GapMillis})
+// addCause counts the re-send a, sent after the attempt prev, in causes.
+func addCause(causes []CauseCount, prev, a *detect.Attempt) []CauseCount {
+	c := CauseCount{Cause: a.Cause, Error: a.CauseError, Count: 1, MinGapMillis: a.GapMillis, MaxGapMillis: a.GapMillis}
+	if e := prev.End; e != nil && !e.Time.IsZero() {
+		from := prev.Time
+		if a.Cause == detect.CauseAnswerLost && prev.Response != nil {
+			from = prev.Response.Time
+		}
+		end, after := millis(int64(e.Time.Sub(from))), millis(int64(a.Time.Sub(e.Time)))
+		c.Ended, c.MinEndMillis, c.MaxEndMillis, c.MinAfterEndMillis, c.MaxAfterEndMillis = 1, end, end, after, after
+	}
+	return mergeCause(causes, c)
 }
 
 // mergeCause adds the count of c to causes, under its cause and error.
@@ -457,6 +539,16 @@ func mergeCause(causes []CauseCount, c CauseCount) []CauseCount {
 			e.Count += c.Count
 			e.MinGapMillis = min(e.MinGapMillis, c.MinGapMillis)
 			e.MaxGapMillis = max(e.MaxGapMillis, c.MaxGapMillis)
+			switch {
+			case c.Ended == 0:
+			case e.Ended == 0:
+				e.Ended, e.MinEndMillis, e.MaxEndMillis, e.MinAfterEndMillis, e.MaxAfterEndMillis =
+					c.Ended, c.MinEndMillis, c.MaxEndMillis, c.MinAfterEndMillis, c.MaxAfterEndMillis
+			default:
+				e.Ended += c.Ended
+				e.MinEndMillis, e.MaxEndMillis = min(e.MinEndMillis, c.MinEndMillis), max(e.MaxEndMillis, c.MaxEndMillis)
+				e.MinAfterEndMillis, e.MaxAfterEndMillis = min(e.MinAfterEndMillis, c.MinAfterEndMillis), max(e.MaxAfterEndMillis, c.MaxAfterEndMillis)
+			}
 			return causes
 		}
 	}

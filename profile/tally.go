@@ -26,7 +26,8 @@ type tally struct {
 	byVerdict       map[detect.Verdict]int64
 	mostCopies      int
 	causes          []CauseCount
-	retried         map[string]int64 // errored attempts sent again, by error
+	renumbered      int64
+	changes         []ChangeCount // at most maxProfileValues
 }
 
 // pendingFinding is the share of one revisable finding in its producer's
@@ -39,7 +40,7 @@ type pendingFinding struct {
 	seq     uint32 // of its entry in Profiler.queue
 	verdict uint8  // Profiler.verdictCode
 	causes  []CauseCount
-	retried []ErrorCount
+	change  *ChangeCount // nil: no ProducerChange
 }
 
 // reportRef is a report in Profiler.queue, stale once the finding is reported
@@ -115,13 +116,65 @@ func (pr *Profiler) share(f *detect.Finding) (pendingFinding, bool) {
 	for j := range f.Attempts {
 		a := &f.Attempts[j]
 		if j+1 < len(f.Attempts) && a.Response != nil && a.Response.ErrorCode != 0 {
-			c.retried = addErrorCount(c.retried, a.Response.Error, 1)
+			c.prod.markRetried(sendKey{conn: a.ConnID, corr: a.CorrelationID, partition: f.Partition, topic: f.Topic, topicID: f.TopicID}, a.Response.Error)
 		}
 		if j > 0 {
-			c.causes = addCause(c.causes, a)
+			c.causes = addCause(c.causes, &f.Attempts[j-1], a)
 		}
 	}
+	c.change = changeOf(f)
 	return c, true
+}
+
+// changeOf is how the producer of record-level finding f changed between
+// its attempts, nil when it did not (detect.Finding.ProducerChange).
+func changeOf(f *detect.Finding) *ChangeCount {
+	if f.ProducerChange == "" || len(f.Attempts) == 0 || f.Attempts[0].Batch == nil {
+		return nil
+	}
+	b0 := f.Attempts[0].Batch
+	ch := &ChangeCount{Change: f.ProducerChange, ProducerID: b0.ProducerID, Epoch: b0.ProducerEpoch,
+		ToProducerID: b0.ProducerID, ToEpoch: b0.ProducerEpoch, Count: 1}
+	if f.Verdict == detect.Duplicated {
+		ch.Duplicated = 1
+	}
+	for j := 1; j < len(f.Attempts); j++ {
+		a := &f.Attempts[j]
+		if b := a.Batch; b != nil && (b.ProducerID != b0.ProducerID || b.ProducerEpoch != b0.ProducerEpoch) {
+			ch.ToProducerID, ch.ToEpoch, ch.Cause, ch.Error = b.ProducerID, b.ProducerEpoch, a.Cause, a.CauseError
+			break
+		}
+	}
+	return ch
+}
+
+// sendKey names one send of a partition's batch: a ProduceRequest (by
+// connection and correlation ID) and the partition.
+type sendKey struct {
+	conn      uint64
+	corr      int32
+	partition int32
+	topic     string
+	topicID   [16]byte
+}
+
+// maxRetried bounds the sends a producer remembers as retried; beyond it
+// each is counted without checking that it was not counted before.
+const maxRetried = 1 << 16
+
+// markRetried notes that the send k, answered with the retriable error err,
+// was sent again, once however many findings show it.
+func (s *producerState) markRetried(k sendKey, err string) {
+	if _, ok := s.retried[k]; ok {
+		return
+	}
+	if s.retried == nil {
+		s.retried, s.retriedBy = make(map[sendKey]struct{}), make(map[string]int64)
+	}
+	if len(s.retried) < maxRetried {
+		s.retried[k] = struct{}{}
+	}
+	s.retriedBy[err]++
 }
 
 // settle tallies for good, from the front of the queue (the findings
@@ -200,12 +253,29 @@ func (t *tally) add(c *pendingFinding, v detect.Verdict) {
 	for _, cc := range c.causes {
 		t.causes = mergeCause(t.causes, cc)
 	}
-	for _, e := range c.retried {
-		if t.retried == nil {
-			t.retried = make(map[string]int64)
-		}
-		t.retried[e.Error] += e.Count
+	if ch := c.change; ch != nil {
+		t.renumbered++
+		t.changes = mergeChange(t.changes, *ch)
 	}
+}
+
+// mergeChange adds the counts of c to changes, under the same change, IDs,
+// epochs and cause; a kind beyond maxProfileValues is counted in
+// Producer.Renumbered only.
+func mergeChange(changes []ChangeCount, c ChangeCount) []ChangeCount {
+	for i := range changes {
+		e := &changes[i]
+		if e.Change == c.Change && e.ProducerID == c.ProducerID && e.Epoch == c.Epoch && e.ToProducerID == c.ToProducerID &&
+			e.ToEpoch == c.ToEpoch && e.Cause == c.Cause && e.Error == c.Error {
+			e.Count += c.Count
+			e.Duplicated += c.Duplicated
+			return changes
+		}
+	}
+	if len(changes) >= maxProfileValues {
+		return changes
+	}
+	return append(changes, c)
 }
 
 // clone is a copy of t that shares nothing with it.
@@ -213,17 +283,6 @@ func (t *tally) clone() *tally {
 	c := *t
 	c.byVerdict = maps.Clone(t.byVerdict)
 	c.causes = slices.Clone(t.causes)
-	c.retried = maps.Clone(t.retried)
+	c.changes = slices.Clone(t.changes)
 	return &c
-}
-
-// addErrorCount adds n to the count of err in es.
-func addErrorCount(es []ErrorCount, err string, n int64) []ErrorCount {
-	for i := range es {
-		if es[i].Error == err {
-			es[i].Count += n
-			return es
-		}
-	}
-	return append(es, ErrorCount{Error: err, Count: n})
 }

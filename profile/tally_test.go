@@ -13,7 +13,8 @@ import (
 // legacyProducers is Profiler.Producers as it was before Finding: the
 // re-sends of every finding of the run tallied at once, from scratch, each
 // finding as it stands. It is the reference the incremental tally must
-// equal; the rest of a profile is Producers' own (producerState.profile).
+// equal; the rest of a profile is Producers' own (producerState.profile),
+// and so are the sends known retried, which Finding notes as it comes.
 func legacyProducers(pr *Profiler, findings []detect.Finding) []Producer {
 	acc := map[producerKey]*tally{}
 	for i := range findings {
@@ -27,7 +28,7 @@ func legacyProducers(pr *Profiler, findings []detect.Finding) []Producer {
 		}
 		r := acc[k]
 		if r == nil {
-			r = &tally{byVerdict: map[detect.Verdict]int64{}, retried: map[string]int64{}}
+			r = &tally{byVerdict: map[detect.Verdict]int64{}}
 			acc[k] = r
 		}
 		r.resent++
@@ -36,14 +37,12 @@ func legacyProducers(pr *Profiler, findings []detect.Finding) []Producer {
 		if f.Verdict == detect.Duplicated {
 			r.mostCopies = max(r.mostCopies, len(f.AppendedOffsets))
 		}
-		for j := range f.Attempts {
-			a := &f.Attempts[j]
-			if j+1 < len(f.Attempts) && a.Response != nil && a.Response.ErrorCode != 0 {
-				r.retried[a.Response.Error]++
-			}
-			if j > 0 {
-				r.causes = addCause(r.causes, a)
-			}
+		for j := 1; j < len(f.Attempts); j++ {
+			r.causes = addCause(r.causes, &f.Attempts[j-1], &f.Attempts[j])
+		}
+		if ch := changeOf(f); ch != nil {
+			r.renumbered++
+			r.changes = mergeChange(r.changes, *ch)
 		}
 	}
 	out := make([]Producer, 0, len(pr.m))

@@ -29,6 +29,11 @@ type jsonProducer struct {
 	TransactionalIDs []string         `json:"transactional_ids"`
 	SoftwareName     string           `json:"software_name"`
 	SoftwareVersion  string           `json:"software_version"`
+	Librdkafka       string           `json:"librdkafka_version,omitempty"`
+	SoftwareGuess    string           `json:"software_guess,omitempty"`
+	InferredFrom     string           `json:"software_inferred_from,omitempty"`
+	ApiVersions      []int16          `json:"api_versions_versions"`
+	ProduceVersions  []int16          `json:"produce_versions"`
 	SASLUsers        []string         `json:"sasl_users,omitempty"`
 	Acks             []int16          `json:"acks"`
 	TimeoutsMillis   []int32          `json:"timeout_ms"`
@@ -44,6 +49,8 @@ type jsonProducer struct {
 	Resends          int64            `json:"resends"`
 	ByVerdict        map[string]int64 `json:"by_verdict"`
 	Causes           []jsonCause      `json:"causes"`
+	Renumbered       int64            `json:"renumbered"`
+	Changes          []jsonChange     `json:"producer_changes"`
 	Unretried        []jsonErrorCount `json:"unretried"`
 	Diagnosis        string           `json:"diagnosis"`
 }
@@ -65,6 +72,24 @@ type jsonCause struct {
 	Count        int64   `json:"count"`
 	MinGapMillis float64 `json:"min_gap_ms"`
 	MaxGapMillis float64 `json:"max_gap_ms"`
+	// Only when the connection ends were captured (Ended > 0).
+	Ended             int64    `json:"ended,omitempty"`
+	MinEndMillis      *float64 `json:"min_end_ms,omitempty"`
+	MaxEndMillis      *float64 `json:"max_end_ms,omitempty"`
+	MinAfterEndMillis *float64 `json:"min_after_end_ms,omitempty"`
+	MaxAfterEndMillis *float64 `json:"max_after_end_ms,omitempty"`
+}
+
+type jsonChange struct {
+	Change        string `json:"change"`
+	ProducerID    int64  `json:"producer_id"`
+	ProducerEpoch int16  `json:"producer_epoch"`
+	ToProducerID  int64  `json:"to_producer_id"`
+	ToEpoch       int16  `json:"to_producer_epoch"`
+	Cause         string `json:"cause,omitempty"`
+	Error         string `json:"error,omitempty"`
+	Count         int64  `json:"count"`
+	Duplicated    int64  `json:"duplicated"`
 }
 
 type jsonErrorCount struct {
@@ -85,6 +110,11 @@ func toJSONProducer(p *profile.Producer) jsonProducer {
 		TransactionalIDs: nonNil(p.TransactionalIDs),
 		SoftwareName:     p.SoftwareName,
 		SoftwareVersion:  p.SoftwareVersion,
+		Librdkafka:       p.LibrdkafkaVersion,
+		SoftwareGuess:    p.SoftwareGuess,
+		InferredFrom:     p.InferredFrom,
+		ApiVersions:      nonNil(p.ApiVersions),
+		ProduceVersions:  nonNil(p.ProduceVersions),
 		SASLUsers:        p.SASLUsers,
 		Acks:             nonNil(p.Acks),
 		TimeoutsMillis:   nonNil(p.TimeoutsMillis),
@@ -100,6 +130,8 @@ func toJSONProducer(p *profile.Producer) jsonProducer {
 		Resends:          p.Resends,
 		ByVerdict:        map[string]int64{},
 		Causes:           []jsonCause{},
+		Renumbered:       p.Renumbered,
+		Changes:          []jsonChange{},
 		Unretried:        []jsonErrorCount{},
 		Diagnosis:        p.Diagnosis,
 	}
@@ -121,14 +153,26 @@ func toJSONProducer(p *profile.Producer) jsonProducer {
 		}
 	}
 	for _, c := range p.Causes {
-		j.Causes = append(j.Causes, jsonCause{Cause: string(c.Cause), Error: c.Error, Count: c.Count,
-			MinGapMillis: round3(c.MinGapMillis), MaxGapMillis: round3(c.MaxGapMillis)})
+		jc := jsonCause{Cause: string(c.Cause), Error: c.Error, Count: c.Count,
+			MinGapMillis: round3(c.MinGapMillis), MaxGapMillis: round3(c.MaxGapMillis)}
+		if c.Ended > 0 {
+			jc.Ended = c.Ended
+			jc.MinEndMillis, jc.MaxEndMillis = ptr(round3(c.MinEndMillis)), ptr(round3(c.MaxEndMillis))
+			jc.MinAfterEndMillis, jc.MaxAfterEndMillis = ptr(round3(c.MinAfterEndMillis)), ptr(round3(c.MaxAfterEndMillis))
+		}
+		j.Causes = append(j.Causes, jc)
+	}
+	for _, c := range p.Changes {
+		j.Changes = append(j.Changes, jsonChange{Change: string(c.Change), ProducerID: c.ProducerID, ProducerEpoch: c.Epoch,
+			ToProducerID: c.ToProducerID, ToEpoch: c.ToEpoch, Cause: string(c.Cause), Error: c.Error, Count: c.Count, Duplicated: c.Duplicated})
 	}
 	for _, u := range p.Unretried {
 		j.Unretried = append(j.Unretried, jsonErrorCount{Error: u.Error, Count: u.Count})
 	}
 	return j
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // nonNil makes a nil slice an empty one, so that JSON shows [] not null.
 func nonNil[T any](s []T) []T {
@@ -169,10 +213,16 @@ func (t *tableWriter) Producers(ps []profile.Producer) error {
 		b.WriteByte('\n')
 		software := "software unknown (no ApiVersions v3+ captured)"
 		if p.SoftwareName != "" {
-			software = Printable(strings.TrimSpace(p.SoftwareName + " " + p.SoftwareVersion))
+			software = Printable(profile.SoftwareText(p))
 		}
 		fmt.Fprintf(b, "P%d %s  client.id %s  %s  producer id %d\n", i+1, p.ClientIP, clientIDText(p.ClientID), software, p.ProducerID)
+		if g := profile.GuessText(p); g != "" {
+			fmt.Fprintf(b, "   client    %s\n", Printable(g))
+		}
 		fmt.Fprintf(b, "   settings  %s\n", producerSettings(p))
+		if len(p.ApiVersions)+len(p.ProduceVersions) > 0 {
+			fmt.Fprintf(b, "   protocol  ApiVersions %s, Produce %s\n", versionsList(p.ApiVersions), versionsList(p.ProduceVersions))
+		}
 		if len(p.SASLUsers) > 0 {
 			users := make([]string, len(p.SASLUsers))
 			for i, u := range p.SASLUsers {
@@ -183,7 +233,11 @@ func (t *tableWriter) Producers(ps []profile.Producer) error {
 		fmt.Fprintf(b, "   batches   %d (%d sent in %s), records per batch mean %s max %d\n",
 			p.Batches, p.Sends, plural(p.Requests, "request"), strconv.FormatFloat(p.RecordsMean, 'f', 1, 64), p.RecordsMax)
 		if p.Resends > 0 {
-			fmt.Fprintf(b, "   re-sent   %d (%s): %s\n", p.Resent, plural(p.Resends, "re-send"), verdictCounts(p.ByVerdict))
+			renumbered := ""
+			if p.Renumbered > 0 {
+				renumbered = fmt.Sprintf("; %d sent again under another epoch or producer ID", p.Renumbered)
+			}
+			fmt.Fprintf(b, "   re-sent   %d (%s): %s%s\n", p.Resent, plural(p.Resends, "re-send"), verdictCounts(p.ByVerdict), renumbered)
 		}
 		if len(p.Latency) > 0 {
 			tbl := t.tables.get(left, right, right, right, right, right, right, right)
@@ -237,6 +291,15 @@ func producerSettings(p *profile.Producer) string {
 	}
 	parts = append(parts, "max in flight "+inflight, "compression "+orDash(strings.Join(p.Codecs, "/")))
 	return strings.Join(parts, ", ")
+}
+
+// versionsList is "v2", "v3/v4", or "-" for none.
+func versionsList(vs []int16) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = "v" + strconv.Itoa(int(v))
+	}
+	return orDash(strings.Join(parts, "/"))
 }
 
 // verdictCounts lists the non-zero verdict counts in print order.

@@ -2,6 +2,10 @@ package report
 
 import (
 	"bytes"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -91,3 +95,124 @@ type counterOnly struct{}
 
 func (counterOnly) Finding(detect.Finding) error { return nil }
 func (counterOnly) Summary(Summary) error        { return nil }
+
+// goldenProducers are two profiles built by hand: a kafkajs producer told
+// by its client.id only (a guess), and a confluent-kafka-python producer,
+// idempotent, whose records the log holds twice under a new epoch after
+// the client closed connections on its own timeout and the broker reset
+// others right after answering.
+func goldenProducers() []profile.Producer {
+	kjs, rdk := "kafkajs", "rdkafka"
+	ps := []profile.Producer{
+		{
+			ClientIP: netip.MustParseAddr("10.0.0.1"), ClientID: &kjs, ProducerID: -1,
+			SoftwareGuess: "kafkajs", InferredFrom: `client.id "kafkajs", ApiVersions v2 and Produce v7`,
+			ApiVersions: []int16{2}, ProduceVersions: []int16{7},
+			Acks: []int16{-1}, TimeoutsMillis: []int32{30000}, MaxInFlight: 1, Codecs: []string{"none"},
+			Requests: 12, Sends: 12, Batches: 10, RecordsMean: 1, RecordsMax: 1, Resent: 2, Resends: 2,
+			ByVerdict: map[detect.Verdict]int64{detect.Duplicated: 2}, MostCopies: 2,
+			Causes: []profile.CauseCount{{Cause: detect.CauseClientTimeout, Count: 2, MinGapMillis: 30001, MaxGapMillis: 30002}},
+			Latency: []profile.BrokerLatency{{Broker: netip.MustParseAddrPort("10.0.0.2:9092"), Answered: 10, P50Millis: 2, P99Millis: 40000, MaxMillis: 41000,
+				Succeeded: 10, SucceededP50Millis: 2, SucceededP99Millis: 40000}},
+		},
+		{
+			ClientIP: netip.MustParseAddr("10.0.0.3"), ClientID: &rdk, ProducerID: 7, Idempotent: true,
+			SoftwareName: "confluent-kafka-python", SoftwareVersion: "2.11.0-rdkafka-2.11.1", LibrdkafkaVersion: "2.11.1",
+			ApiVersions: []int16{3}, ProduceVersions: []int16{10},
+			Acks: []int16{-1}, TimeoutsMillis: []int32{30000}, MaxInFlight: 5, Codecs: []string{"none"},
+			Requests: 110, Sends: 110, Batches: 100, RecordsMean: 4, RecordsMax: 10, Resent: 8, Resends: 10,
+			ByVerdict: map[detect.Verdict]int64{detect.Duplicated: 3, detect.Deduplicated: 5}, MostCopies: 2,
+			Causes: []profile.CauseCount{
+				{Cause: detect.CauseClientTimeout, Error: "client FIN", Count: 7, MinGapMillis: 60000, MaxGapMillis: 60100,
+					Ended: 7, MinEndMillis: 60000, MaxEndMillis: 60050, MinAfterEndMillis: 1, MaxAfterEndMillis: 50},
+				{Cause: detect.CauseAnswerLost, Error: "broker RST", Count: 3, MinGapMillis: 300, MaxGapMillis: 310,
+					Ended: 3, MinEndMillis: 4, MaxEndMillis: 6, MinAfterEndMillis: 290, MaxAfterEndMillis: 305},
+			},
+			Renumbered: 3,
+			Changes: []profile.ChangeCount{{Change: detect.ProducerChangeEpoch, ProducerID: 7, ToProducerID: 7, Epoch: 0, ToEpoch: 1,
+				Cause: detect.CauseClientTimeout, Error: "client FIN", Count: 3, Duplicated: 3}},
+			Latency: []profile.BrokerLatency{{Broker: netip.MustParseAddrPort("10.0.0.2:9092"), Answered: 100, P50Millis: 3, P99Millis: 70000, MaxMillis: 80000,
+				Succeeded: 100, SucceededP50Millis: 3, SucceededP99Millis: 70000}},
+		},
+	}
+	for i := range ps {
+		ps[i].Overall = ps[i].Latency[0]
+		ps[i].Overall.Broker = netip.AddrPort{}
+		ps[i].Diagnosis = profile.Diagnose(&ps[i])
+	}
+	return ps
+}
+
+// TestProducersGolden: the Producers section and the producer lines of the
+// golden profiles, byte for byte (go test -update rewrites them).
+func TestProducersGolden(t *testing.T) {
+	for _, f := range []struct {
+		ext string
+		new func(io.Writer) Writer
+	}{{"table", NewTable}, {"jsonl", NewJSON}} {
+		t.Run(f.ext, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := f.new(&buf).(ProducerWriter).Producers(goldenProducers()); err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", "producers."+f.ext+".golden")
+			if *update {
+				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) {
+				t.Errorf("output differs from %s (go test -update rewrites it)\n got:\n%s\nwant:\n%s", golden, buf.Bytes(), want)
+			}
+		})
+	}
+}
+
+// TestProducerGuessRendering: a guessed client is shown as a guess, in the
+// table and in JSON, and a software name is shown for certain with the
+// librdkafka it carries.
+func TestProducerGuessRendering(t *testing.T) {
+	ps := goldenProducers()
+	var tb, jb bytes.Buffer
+	if err := NewTable(&tb).(ProducerWriter).Producers(ps); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewJSON(&jb).(ProducerWriter).Producers(ps); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		`client.id "kafkajs"  software unknown (no ApiVersions v3+ captured)`,
+		`   client    likely kafkajs (inferred from client.id "kafkajs", ApiVersions v2 and Produce v7)`,
+		"   protocol  ApiVersions v2, Produce v7",
+		"confluent-kafka-python 2.11.0 (librdkafka 2.11.1)  producer id 7",
+		"; 3 sent again under another epoch or producer ID",
+	} {
+		if !strings.Contains(tb.String(), w) {
+			t.Errorf("table lacks %q:\n%s", w, tb.String())
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(jb.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	for _, w := range []string{`"software_guess":"kafkajs"`, `"software_inferred_from":"client.id \"kafkajs\", ApiVersions v2 and Produce v7"`,
+		`"api_versions_versions":[2]`, `"produce_versions":[7]`, `"renumbered":0`, `"producer_changes":[]`} {
+		if !strings.Contains(lines[0], w) {
+			t.Errorf("line 1 lacks %s: %s", w, lines[0])
+		}
+	}
+	for _, w := range []string{`"librdkafka_version":"2.11.1"`, `"renumbered":3`,
+		`"producer_changes":[{"change":"epoch","producer_id":7,"producer_epoch":0,"to_producer_id":7,"to_producer_epoch":1,"cause":"client_timeout","error":"client FIN","count":3,"duplicated":3}]`,
+		`"ended":3,"min_end_ms":4,"max_end_ms":6,"min_after_end_ms":290,"max_after_end_ms":305`} {
+		if !strings.Contains(lines[1], w) {
+			t.Errorf("line 2 lacks %s: %s", w, lines[1])
+		}
+	}
+	if strings.Contains(lines[1], "software_guess") {
+		t.Errorf("a named client has a guess: %s", lines[1])
+	}
+}
