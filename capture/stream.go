@@ -45,6 +45,8 @@ type Evicter interface {
 // Close. It is not called for a direction that an RST of the other ended,
 // nor for a connection ended by an idle timeout, an eviction or the end of
 // the input without a FIN or RST: Close (or Evict) alone tells those.
+// Package tlsdecrypt also calls End (rst false) for a decrypted TLS
+// close_notify alert, which ends its sender's side as a FIN does.
 type Ender interface {
 	Stream
 	End(fromA bool, rst bool, ts time.Time)

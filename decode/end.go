@@ -20,7 +20,7 @@ const (
 type EndHow string
 
 const (
-	EndFIN EndHow = "fin" // a FIN: the sender closed its side in order
+	EndFIN EndHow = "fin" // a FIN (or a TLS close_notify): the sender closed its side in order
 	EndRST EndHow = "rst" // an RST: the sender reset the connection
 	// EndOfCapture: the capture ended with the connection still open.
 	EndOfCapture EndHow = "end_of_capture"

@@ -81,7 +81,7 @@ func (b *batch) finding(ends *connEnds) Finding {
 		default:
 			out.NoResponse = NoResponseNotCaptured
 		}
-		if e, ok := ends.endOf(a); ok {
+		if e, ok := ends.endOf(a); ok && endShown(e, atts, i) {
 			out.End = &e
 		}
 		if i > 0 {
@@ -165,6 +165,27 @@ func cause(prev, cur *attempt, ends *connEnds) (Cause, string) {
 func answerLost(prev, cur *attempt, end decode.ConnEnd, endAt int64) bool {
 	return prev.conn != cur.conn && end.By == decode.EndByBroker && end.How == decode.EndRST &&
 		endAt >= prev.respTime && endAt-prev.respTime <= AnswerLostWindow && endAt <= cur.reqTime
+}
+
+// endShown reports whether the end e of attempt i's connection is part of
+// what the finding shows: the end of an unanswered attempt's connection
+// (why no answer came), or a FIN or RST before the next attempt was sent
+// (what may have made the client send it) or just after the attempt's
+// answer (an answer reset away: AnswerLostWindow). A connection that went
+// on long after is not this finding's story; Span covers every end shown,
+// so that the evidence written for a finding shows it too.
+func endShown(e decode.ConnEnd, atts []attempt, i int) bool {
+	a := &atts[i]
+	at := unixNano(e.Time)
+	switch {
+	case !a.partResp:
+		return true
+	case e.By == decode.EndByNone:
+		return false
+	case i+1 < len(atts) && at <= atts[i+1].reqTime:
+		return true
+	}
+	return at >= a.respTime && at-a.respTime <= AnswerLostWindow
 }
 
 func millis(ns int64) float64 { return float64(ns) / 1e6 }

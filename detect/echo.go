@@ -23,7 +23,9 @@ import (
 // So an exchange is an echo when an exchange handed to the Detector before
 // it, on another connection, had the same correlation ID, client.id,
 // number of batches and first batch (topic, partition, CRC and bytes),
-// sent within Options.EchoWindow of it, unless the two connections are of
+// sent within Options.EchoWindow of it and answered alike (the same error
+// and base offset for the first batch; through a proxy or NAT, sent before
+// the first copy's answer: sameAnswer), unless the two connections are of
 // one client IP to one broker address from two client ports: that is a
 // client reconnecting, and a client that numbers its requests anew on
 // every connection (franz-go, sarama) may re-send there with the
@@ -89,6 +91,12 @@ type echoSeen struct {
 	// cluster is the exchange's decode.Exchange.Cluster: a copy to
 	// another known cluster is a dual write, never an echo.
 	cluster string
+	// answered: the first batch's answer was captured, at resp, with
+	// errorCode and baseOffset; a copy answered otherwise is no echo.
+	answered   bool
+	errorCode  int16
+	baseOffset int64
+	resp       int64
 }
 
 type echoQueued struct {
@@ -129,10 +137,43 @@ func (d *Detector) echoOf(x *decode.Exchange, req int64) (first echoSeen, key ui
 	switch {
 	case !ok, e.conn == x.Conn, e.corr != x.CorrelationID, e.crc != x.Batches[0].CRC,
 		abs64(req-e.req) > d.echoWindow, reconnect(e.conn, x.Conn),
-		e.cluster != "" && x.Cluster != "" && e.cluster != x.Cluster:
+		e.cluster != "" && x.Cluster != "" && e.cluster != x.Cluster,
+		!sameAnswer(&e, x, req):
 		return echoSeen{}, key, true, false
 	}
 	return e, key, true, true
+}
+
+// echoSlack is how much later than the first copy's answer a copy on
+// other addresses may be sent and still be its echo: the legs' timestamps
+// may disagree by that much (two interfaces, a capture re-cut), and no
+// client re-sends that fast after reading an answer (it backs off, or
+// connects anew first).
+const echoSlack = int64(2 * time.Millisecond)
+
+// sameAnswer reports whether x may be a copy of e's request by their
+// answers and times. A proxy or NAT carries one answer on both legs (the
+// same error and base offset), and forwards a request before its answer
+// comes back: a copy answered otherwise, or, on another pair of addresses,
+// sent after e's answer was captured (echoSlack), is a re-send on another connection
+// that happens to carry the first attempt's correlation ID (librdkafka
+// numbers each broker's connection on its own: after a leader move, the
+// retry to the new leader can repeat it). Copies of one link (a capture
+// given twice, two captures of one link) have the same addresses and may
+// be skewed in time: only their answers tell them apart.
+func sameAnswer(e *echoSeen, x *decode.Exchange, req int64) bool {
+	if !e.answered {
+		return true
+	}
+	sameLink := e.conn.Client == x.Conn.Client && e.conn.Broker == x.Conn.Broker
+	if !sameLink && req > e.resp+echoSlack {
+		return false
+	}
+	r := x.Batches[0].Response
+	if r == nil {
+		return !x.Responded
+	}
+	return r.ErrorCode == e.errorCode && r.BaseOffset == e.baseOffset
 }
 
 // reconnect reports whether b is a's client connecting anew to a's broker:
@@ -194,7 +235,11 @@ func (d *Detector) sighted(x *decode.Exchange, req, seen int64, key uint64, keye
 			}
 		}
 	}
-	es.seen[k] = echoSeen{conn: x.Conn, req: req, seen: seen, corr: x.CorrelationID, crc: x.Batches[0].CRC, cluster: x.Cluster}
+	e := echoSeen{conn: x.Conn, req: req, seen: seen, corr: x.CorrelationID, crc: x.Batches[0].CRC, cluster: x.Cluster}
+	if r := x.Batches[0].Response; r != nil && x.Responded {
+		e.answered, e.errorCode, e.baseOffset, e.resp = true, r.ErrorCode, r.BaseOffset, unixNano(x.ResponseTime)
+	}
+	es.seen[k] = e
 	es.order.Push(echoQueued{seen: seen, key: k})
 	// The same key sighted again (a request replayed) queues it again
 	// while seen keeps one entry: bound the queue too, or a capture whose

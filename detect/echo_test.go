@@ -127,6 +127,44 @@ func TestEcho(t *testing.T) {
 			attempts: []echoAttempt{{11, 7, -1}, {14, 1, 6}},
 		},
 		{
+			// librdkafka after a leader move: the first attempt answered
+			// REQUEST_TIMED_OUT (appended) by the old leader, the retry to
+			// the new leader on another connection happens to carry the
+			// same correlation ID (each broker's connection numbers its
+			// own) and is appended again: a re-send, not a proxy's copy
+			// (a proxy carries one answer on both legs).
+			name: "same correlation ID on another broker, answered otherwise: a re-send",
+			feed: []*decode.Exchange{
+				ex(conn1, 23, 0, 300, 7, 42, b),
+				ex(conn3, 23, 600, 601, 0, 43, b),
+			},
+			verdicts: []Verdict{Duplicated},
+			attempts: []echoAttempt{{1, 23, 42}, {3, 23, 43}},
+		},
+		{
+			// The same, the retry unanswered: sent after the first copy's
+			// answer came, which a proxy never forwards a request after.
+			name: "same correlation ID, sent after the first answer, unanswered: a re-send",
+			feed: []*decode.Exchange{
+				ex(conn1, 23, 0, 300, 7, 42, b),
+				noResp(ex(conn3, 23, 600, noAnswer, 0, 0, b), decode.NoResponseClosed),
+			},
+			verdicts: []Verdict{Unconfirmed},
+			attempts: []echoAttempt{{1, 23, 42}, {3, 23, -1}},
+		},
+		{
+			// Both refused alike (NOT_LEADER_OR_FOLLOWER), the second sent
+			// after the first was answered: no proxy forwards a request
+			// that late, so a re-send, not a capture duplicate.
+			name: "same correlation ID, refused alike, sent after the first answer: a re-send",
+			feed: []*decode.Exchange{
+				ex(conn1, 26, 0, 1, 6, -1, b),
+				ex(conn3, 26, 300, 301, 6, -1, b),
+			},
+			verdicts: []Verdict{Rejected},
+			attempts: []echoAttempt{{1, 26, -1}, {3, 26, -1}},
+		},
+		{
 			name: "another correlation ID: a re-send",
 			feed: []*decode.Exchange{
 				ex(proxyLeg1, 5, 0.1, 10, 7, 4, i),

@@ -705,6 +705,10 @@ func (c *conn) plainRecord(h *half, typ byte, p []byte, ts time.Time, decrypted 
 	case typeAlert:
 		if len(p) >= 2 && p[1] == 0 {
 			c.st.CloseNotify = true
+			// close_notify ends the sender's side of the connection, as
+			// a FIN does below TLS (a TLS broker closing sends it first,
+			// and its peer may send the first FIN in answer).
+			c.endInner(h.fromA, false, ts)
 		}
 	}
 }

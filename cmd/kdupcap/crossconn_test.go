@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,14 +39,20 @@ func TestCrossConnection(t *testing.T) {
 	closed := []kafkatest.Fault{{Action: kafkatest.CloseAfterAppend, Every: 3, Max: 2}}
 	// kgo's read deadline is ProduceTimeout + TimeoutOverhead (800ms).
 	delayed := []kafkatest.Fault{{Action: kafkatest.Delay, Delay: 2 * time.Second, Every: 3, Max: 1}}
+	// The cause of each re-send follows from who ended the connection of
+	// the attempt before: the broker (its FIN), or kgo after its own
+	// timeout (kgo's FIN).
+	brokerFIN := cliCause{"connection_closed", "broker FIN"}
+	clientFIN := cliCause{"client_timeout", "client FIN"}
 	tests := []struct {
 		name       string
 		s          kafkatest.Scenario
 		idempotent bool
+		cause      cliCause
 	}{
-		{name: "kgo nonidempotent closed after append", s: kafkatest.Scenario{Records: 9, Partitions: 2, Faults: closed, Producer: kgo(false)}},
-		{name: "kgo nonidempotent answer past the request timeout", s: kafkatest.Scenario{Records: 6, Partitions: 2, Faults: delayed, Producer: kgo(false)}},
-		{name: "kgo idempotent closed after append", s: kafkatest.Scenario{Records: 9, Partitions: 2, Faults: closed, Producer: kgo(true)}, idempotent: true},
+		{name: "kgo nonidempotent closed after append", s: kafkatest.Scenario{Records: 9, Partitions: 2, Faults: closed, Producer: kgo(false)}, cause: brokerFIN},
+		{name: "kgo nonidempotent answer past the request timeout", s: kafkatest.Scenario{Records: 6, Partitions: 2, Faults: delayed, Producer: kgo(false)}, cause: clientFIN},
+		{name: "kgo idempotent closed after append", s: kafkatest.Scenario{Records: 9, Partitions: 2, Faults: closed, Producer: kgo(true)}, idempotent: true, cause: brokerFIN},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,7 +72,7 @@ func TestCrossConnection(t *testing.T) {
 
 			out := cliAnalyzeOK(t, pcap).Findings
 			t.Logf("%d faults %+v, %d findings, log of %s: %s", len(res.Events), res.Events, len(out), s.Topic, describeLog(res.Log))
-			checkCrossFindings(t, res, out, tt.idempotent)
+			checkCrossFindings(t, res, out, tt.idempotent, tt.cause)
 
 			// --scope connection does not see the re-sends on a new
 			// connection; --scope client sees the same as the default.
@@ -79,7 +86,10 @@ func TestCrossConnection(t *testing.T) {
 	}
 }
 
-func checkCrossFindings(t *testing.T, res *kafkatest.Result, findings []cliFinding, idempotent bool) {
+// cliCause is a re-send's cause and cause_error.
+type cliCause struct{ cause, err string }
+
+func checkCrossFindings(t *testing.T, res *kafkatest.Result, findings []cliFinding, idempotent bool, want cliCause) {
 	t.Helper()
 	broker := "127.0.0.1:" + strconv.Itoa(res.Port)
 	for i, f := range findings {
@@ -105,8 +115,13 @@ func checkCrossFindings(t *testing.T, res *kafkatest.Result, findings []cliFindi
 		if first.Response != nil {
 			t.Errorf("%s: first attempt answered %+v, want none (the broker closed, or kgo gave up)", where, first.Response)
 		}
-		if c := f.Attempts[1].Cause; c == nil || *c != "connection_closed" {
-			t.Errorf("%s: resend cause %v, want connection_closed", where, c)
+		if c := f.Attempts[1].Cause; c == nil || *c != want.cause || f.Attempts[1].CauseError != want.err {
+			t.Errorf("%s: resend cause %v %q, want %s %q", where, c, f.Attempts[1].CauseError, want.cause, want.err)
+		}
+		// The first attempt's connection end is shown, by the side that
+		// ended it, before the re-send.
+		if e := first.ConnEnd; e == nil || e.By+" "+strings.ToUpper(e.How) != want.err || e.Time > f.Attempts[1].Time {
+			t.Errorf("%s: first attempt's connection end %+v, want %s before the re-send at %s", where, e, want.err, f.Attempts[1].Time)
 		}
 		if f.Idempotent != idempotent {
 			t.Errorf("%s: idempotent %v, want %v", where, f.Idempotent, idempotent)

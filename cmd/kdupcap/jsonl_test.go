@@ -42,6 +42,7 @@ type cliFinding struct {
 	Attempts        []cliAttempt    `json:"attempts"`
 	Records         []cliRecord     `json:"records"`
 	RecordsOmitted  int             `json:"records_omitted"`
+	ProducerChange  string          `json:"producer_change"`
 	// Raw is the line as printed, without its newline, for the tests that
 	// compare output byte for byte.
 	Raw string `json:"-"`
@@ -58,10 +59,18 @@ type cliAttempt struct {
 	GapMillis     float64      `json:"gap_ms"`
 	Response      *cliResponse `json:"response"`
 	NoResponse    string       `json:"no_response"`
+	// ConnEnd is how the attempt's connection ended, when captured.
+	ConnEnd *struct {
+		By   string `json:"by"`
+		How  string `json:"how"`
+		Time string `json:"time"`
+	} `json:"conn_end"`
 	// Batch is the batch the attempt carried (record-level findings only).
 	Batch *struct {
-		CRC         string `json:"crc"`
-		RecordCount int    `json:"record_count"`
+		CRC           string `json:"crc"`
+		RecordCount   int    `json:"record_count"`
+		ProducerID    *int64 `json:"producer_id"`
+		ProducerEpoch *int16 `json:"producer_epoch"`
 	} `json:"batch"`
 }
 
@@ -112,6 +121,8 @@ type cliProducer struct {
 	TransactionalIDs []string         `json:"transactional_ids"`
 	SoftwareName     string           `json:"software_name"`
 	SoftwareVersion  string           `json:"software_version"`
+	SoftwareGuess    string           `json:"software_guess"`
+	InferredFrom     string           `json:"software_inferred_from"`
 	Acks             []int16          `json:"acks"`
 	TimeoutsMillis   []int32          `json:"timeout_ms"`
 	MaxInFlight      int              `json:"max_in_flight"`

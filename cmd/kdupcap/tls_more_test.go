@@ -242,7 +242,7 @@ func TestTLSResumption(t *testing.T) {
 				}
 				t.Logf("%d faults applied, %d findings, log: %s", len(res.Events), len(got.Findings), describeLog(res.Log))
 				if fl.action == kafkatest.CloseAfterAppend {
-					checkCrossFindings(t, res, got.Findings, false)
+					checkCrossFindings(t, res, got.Findings, false, cliCause{"connection_closed", "broker FIN"})
 				} else {
 					checkFindings(t, res, got.Findings, false)
 				}
@@ -304,7 +304,7 @@ func TestTLSCloseAfterAppend(t *testing.T) {
 				t.Fatalf("analyze --tls-keylog exited %d: %s", got.Code, got.Stderr)
 			}
 			t.Logf("%d faults applied, %d findings, log: %s", len(res.Events), len(got.Findings), describeLog(res.Log))
-			checkCrossFindings(t, res, got.Findings, false)
+			checkCrossFindings(t, res, got.Findings, false, cliCause{"connection_closed", "broker FIN"})
 			checkAllDecrypted(t, tlsOf(t, got.Stdout))
 		})
 	}

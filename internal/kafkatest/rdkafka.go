@@ -432,23 +432,28 @@ func RdkafkaEpochBump(name string) RdkafkaRecipe {
 
 // RdkafkaEpochBumpAnswered is the idempotent epoch bump of RdkafkaEpochBump
 // with the first attempt's answer on the wire: 4 records on topic
-// "orders", 500ms apart, lingering 1.8s into one batch; that request is
+// "orders", 1s apart, lingering 3.2s into one batch; that request is
 // appended and answered REQUEST_TIMED_OUT after its TimeoutMillis
 // (request.timeout.ms=700, TimedOutAfterAppend) at its base offset. The
-// messages wait retry.backoff.ms=1000 to be retried, during which the
-// first one's message.timeout.ms (3000) expires: librdkafka fails it, bumps
-// the epoch and sends the other three again under epoch 1 from sequence
-// 0, which the broker appends again. The capture shows both appends (the
-// log holds records 1-3 twice, at offsets 1-3 and 4-6).
+// messages wait retry.backoff.ms=2000 to be retried (until about 5.9s),
+// during which the first one's message.timeout.ms (4.5s after it was
+// produced) expires: librdkafka's timeout scan (once a second) fails it,
+// bumps the epoch and sends the records still held again under epoch 1
+// from sequence 0, which the broker appends again; the last record (due
+// at 7.5s) always survives to be re-sent. The capture shows both appends
+// (the log holds the re-sent records twice). The margins are wide because
+// the scan runs once a second: with a 1s backoff the retry could beat the
+// scan on a loaded machine and keep the epoch (the broker then
+// deduplicates).
 func RdkafkaEpochBumpAnswered(name string) RdkafkaRecipe {
 	return RdkafkaRecipe{
 		Scenario: Scenario{Name: name, Topic: "orders", Records: 4,
 			Faults: []Fault{{Action: TimedOutAfterAppend, Max: 1}}},
 		Rdkafka: Rdkafka{
-			Config: []string{"enable.idempotence=true", "linger.ms=1800", "message.timeout.ms=3000",
-				"request.timeout.ms=700", "retry.backoff.ms=1000", "retry.backoff.max.ms=1000"},
+			Config: []string{"enable.idempotence=true", "linger.ms=3200", "message.timeout.ms=4500",
+				"request.timeout.ms=700", "retry.backoff.ms=2000", "retry.backoff.max.ms=2000"},
 			Async:       true,
-			Interval:    500 * time.Millisecond,
+			Interval:    time.Second,
 			AllowFailed: true,
 		},
 	}
