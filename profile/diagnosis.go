@@ -257,15 +257,25 @@ func connectionClosedText(c CauseCount) (text string, broker bool) {
 // another epoch or producer ID, which the broker cannot deduplicate.
 func renumberedText(p *Producer, dup int64) string {
 	how := "under another epoch or producer ID"
+	who := "the producer"
 	if len(p.Changes) > 0 {
 		ch := p.Changes[0]
+		after := causeText(ch.Cause, ch.Error)
 		switch ch.Change {
 		case detect.ProducerChangeEpoch:
 			how = fmt.Sprintf("under a new epoch (epoch %d -> %d of producer ID %d)", ch.Epoch, ch.ToEpoch, ch.ProducerID)
 		case detect.ProducerChangeID:
+			// No client re-sends its own batch under a new producer ID:
+			// another instance of the producer (a restart, the
+			// application giving up on the first) sent them.
+			who = "a new producer of the same client (another instance: a restart, or the application giving up on the first)"
 			how = fmt.Sprintf("under a new producer ID (%d -> %d)", ch.ProducerID, ch.ToProducerID)
+			if ch.Cause == detect.CauseClientTimeout {
+				after = ""
+				how += " before the first attempt was answered"
+			}
 		}
-		if after := causeText(ch.Cause, ch.Error); after != "" {
+		if after != "" {
 			how += " after " + after
 		}
 		if len(p.Changes) > 1 {
@@ -278,9 +288,9 @@ func renumberedText(p *Producer, dup int64) string {
 	}
 	what := "the records of " + countText(p.Renumbered, "batch")
 	if dupChanged > 0 || dup > 0 {
-		return fmt.Sprintf("Idempotence is on, yet the log holds records twice: the producer sent %s again %s, and the broker deduplicates only within one producer ID and epoch.", what, how)
+		return fmt.Sprintf("Idempotence is on, yet the log holds records twice: %s sent %s again %s, and the broker deduplicates only within one producer ID and epoch.", who, what, how)
 	}
-	return fmt.Sprintf("Idempotence is on, yet the producer sent %s again %s: the broker deduplicates only within one producer ID and epoch, so the log may hold them twice.", what, how)
+	return fmt.Sprintf("Idempotence is on, yet %s sent %s again %s: the broker deduplicates only within one producer ID and epoch, so the log may hold them twice.", who, what, how)
 }
 
 // causeText names a cause of a re-send as a person would, "" for none.

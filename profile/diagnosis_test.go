@@ -221,7 +221,7 @@ func TestDiagnose(t *testing.T) {
 					Cause: detect.CauseBrokerError, Error: "OUT_OF_ORDER_SEQUENCE_NUMBER", Count: 1}}
 			}),
 			want: []string{
-				"Idempotence is on, yet the producer sent the records of 1 batch again under a new producer ID (7 -> 9) after OUT_OF_ORDER_SEQUENCE_NUMBER: the broker deduplicates only within one producer ID and epoch, so the log may hold them twice.",
+				"Idempotence is on, yet a new producer of the same client (another instance: a restart, or the application giving up on the first) sent the records of 1 batch again under a new producer ID (7 -> 9) after OUT_OF_ORDER_SEQUENCE_NUMBER: the broker deduplicates only within one producer ID and epoch, so the log may hold them twice.",
 				"The Java client (2.5+, KIP-360) bumps the epoch",
 			},
 			wantNot: []string{"harmless", "log holds records twice"},

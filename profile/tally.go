@@ -118,12 +118,21 @@ func (pr *Profiler) share(f *detect.Finding) (pendingFinding, bool) {
 		if j+1 < len(f.Attempts) && a.Response != nil && a.Response.ErrorCode != 0 {
 			c.prod.markRetried(sendKey{conn: a.ConnID, corr: a.CorrelationID, partition: f.Partition, topic: f.Topic, topicID: f.TopicID}, a.Response.Error)
 		}
-		if j > 0 {
+		if j > 0 && !newProducerID(&f.Attempts[j-1], a) {
 			c.causes = addCause(c.causes, &f.Attempts[j-1], a)
 		}
 	}
 	c.change = changeOf(f)
 	return c, true
+}
+
+// newProducerID reports whether a was sent under another producer ID than
+// prev: by another producer instance (no client re-sends its own batch
+// under a new producer ID), so not a re-send this producer's settings
+// explain; Producer.Changes tells of it, not Causes.
+func newProducerID(prev, a *detect.Attempt) bool {
+	return prev.Batch != nil && a.Batch != nil && prev.Batch.ProducerID >= 0 && a.Batch.ProducerID >= 0 &&
+		prev.Batch.ProducerID != a.Batch.ProducerID
 }
 
 // changeOf is how the producer of record-level finding f changed between
