@@ -120,7 +120,8 @@ func compareAttempts(x, y *attempt) int {
 // instant cur was sent cannot have caused it (the client needs time to read
 // it), so only an answer captured strictly before cur counts. Clients take
 // DUPLICATE_SEQUENCE_NUMBER as success. An unanswered attempt whose
-// connection closed, followed by one on another connection, is judged by
+// connection closed (or showed a FIN or RST before cur, even if the other
+// side never closed), followed by one on another connection, is judged by
 // who ended that connection, when the capture shows it before cur (ends):
 // the client (its own timeout), the broker's side (connection_closed), or
 // nobody the capture saw (connection_closed, no end named). An answer
@@ -133,7 +134,7 @@ func cause(prev, cur *attempt, ends *connEnds) (Cause, string) {
 	switch {
 	case prev.acks == 0:
 		return CauseNotARetry, ""
-	case !prev.responded && prev.conn != cur.conn && prev.noResponse == decode.NoResponseClosed:
+	case !prev.responded && prev.conn != cur.conn && (prev.noResponse == decode.NoResponseClosed || shown && endAt <= cur.reqTime):
 		switch {
 		case shown && endAt > cur.reqTime:
 			// Sent again before the old connection ended: the client

@@ -25,6 +25,11 @@ func TestCauseFromConnEnd(t *testing.T) {
 		{"client timeout, client FIN", closed(ex(conn1, 1, 0, noAnswer, 0, 0, plain(0xa))),
 			end(decode.EndByClient, decode.EndFIN, 5000), ex(conn2, 1, 5010, 5020, 0, 1, plain(0xa)),
 			CauseClientTimeout, "client FIN"},
+		// The client's FIN, the broker never closing its side: the
+		// exchange ends only with the capture, its end still says who.
+		{"client FIN, the broker's side open to the end", ex(conn1, 1, 0, noAnswer, 0, 0, plain(0xa)),
+			end(decode.EndByClient, decode.EndFIN, 2000), ex(conn2, 1, 2010, 2020, 0, 1, plain(0xa)),
+			CauseClientTimeout, "client FIN"},
 		{"client RST", closed(ex(conn1, 1, 0, noAnswer, 0, 0, plain(0xa))),
 			end(decode.EndByClient, decode.EndRST, 5000), ex(conn2, 1, 5010, 5020, 0, 1, plain(0xa)),
 			CauseClientTimeout, "client RST"},

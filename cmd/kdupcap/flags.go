@@ -61,10 +61,10 @@ func setMemoryLimit() {
 var maxFrameUsage = fmt.Sprintf("a Kafka frame over `SIZE` (default %dMiB; at most the broker's 100MiB) is passed over but for its header, counted, a re-send inside it not seen; raising it costs up to SIZE of memory per frame in flight", decode.DefaultMaxHeldFrameBytes>>20)
 
 // recordMatchUsage is the help text of --record-match.
-const recordMatchUsage = "match the records (key, value, headers) of failed or unanswered attempts of producers that are not idempotent, and of the batches after them, to find retries that rebuilt or re-batched the records (segmentio/kafka-go, sarama)"
+const recordMatchUsage = "match the records (key, value, headers) of failed or unanswered attempts, and of the batches after them, to find retries that rebuilt or re-batched the records (segmentio/kafka-go, sarama, librdkafka) or that an idempotent producer sent again under a new epoch or producer ID"
 
 // appDuplicatesUsage is the help text of --app-duplicates.
-const appDuplicatesUsage = "match every record of producers that are not idempotent, to find records the application produced twice with every attempt answered with success (record_duplicate); decompresses every such batch"
+const appDuplicatesUsage = "match every record, to find records the application produced twice with every attempt answered with success (record_duplicate); decompresses every such batch"
 
 // workersUsage is the help text of --workers.
 const workersUsage = "reassemble and decode connections on `N` goroutines, spread by their addresses, beside the one reading (1: one goroutine does all); the output is the same for any N. 0 chooses: the CPUs usable (at most 8) with --records or --app-duplicates, else 1"

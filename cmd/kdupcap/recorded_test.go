@@ -93,6 +93,17 @@ func recordedLog(topic, prefix string, batches []loggedBatch) *kafkatest.Log {
 	return &kafkatest.Log{Topic: topic, Partitions: []kafkatest.PartitionLog{pl}}
 }
 
+// nullKeys gives every record of l a null key (librdkafka's, produced
+// without one).
+func nullKeys(l *kafkatest.Log) *kafkatest.Log {
+	for i := range l.Partitions {
+		for j := range l.Partitions[i].Records {
+			l.Partitions[i].Records[j].Key, l.Partitions[i].Records[j].KeyNull = "", true
+		}
+	}
+	return l
+}
+
 // span is the indexes from to to, inclusive.
 func span(from, to int) []int {
 	var out []int
@@ -149,6 +160,18 @@ func TestRecordedRecordLevel(t *testing.T) {
 			}),
 			relation: "rebuilt",
 			twice:    [][]int64{{3, 6}, {4, 7}, {5, 8}},
+		},
+		{
+			// Idempotent: the re-sent records under epoch 1, from
+			// sequence 0, beside none of the first batch's (rec-p-0
+			// timed out in librdkafka and was not sent again).
+			file: "rdkafka211-idempotent-epoch-bump.pcap", port: 40421, faulted: 5,
+			log: nullKeys(recordedLog("orders", "rec-p-", []loggedBatch{
+				{0, 0xb8e914e9, span(0, 3)},
+				{4, 0xb133915d, span(1, 3)},
+			})),
+			relation: "rebatched",
+			twice:    [][]int64{{1, 4}, {2, 5}, {3, 6}},
 		},
 	}
 	for _, tc := range tests {
