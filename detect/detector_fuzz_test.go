@@ -3,6 +3,7 @@ package detect
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kdupcap/kdupcap/decode"
@@ -45,6 +46,31 @@ func exchangesFrom(data []byte) []*decode.Exchange {
 	return xs
 }
 
+// endsFrom turns the fuzz bytes after the last whole exchange into how
+// conn1 and conn2 ended, a byte each: bit 0 the side (client or broker),
+// bit 1 FIN or RST, the rest the time (in 40 ms steps, as exchanges go).
+func endsFrom(data []byte) map[*decode.ConnInfo]decode.ConnEnd {
+	ends := map[*decode.ConnInfo]decode.ConnEnd{}
+	rest := data[len(data)-len(data)%4:]
+	if len(data) > 64*4 {
+		rest = nil
+	}
+	for i, b := range rest {
+		if i > 1 {
+			break
+		}
+		e := decode.ConnEnd{By: decode.EndByClient, How: decode.EndFIN, Time: ms(float64(b>>2) * 40)}
+		if b&1 != 0 {
+			e.By = decode.EndByBroker
+		}
+		if b&2 != 0 {
+			e.How = decode.EndRST
+		}
+		ends[[]*decode.ConnInfo{conn1, conn2}[i]] = e
+	}
+	return ends
+}
+
 // FuzzOrder checks that findings do not depend on the order exchanges
 // complete in, that every finding is well formed, and that a streaming detector's
 // latest reports are the same findings (checkStreaming).
@@ -55,14 +81,26 @@ func FuzzOrder(f *testing.F) {
 	f.Add([]byte{0, 2, 7, 0, 0, 1, 3 << 3, 1})                         // closed unanswered, resent on the other connection
 	f.Add([]byte{0, 0, 7, 0, 0, 0, 7, 0, 0, 0, 4 << 3, 0, 0, 1, 2, 0}) // three sends
 	f.Add([]byte{1, 0, 7, 8, 1, 0, 7, 8})                              // acks=0 sent twice
+	f.Add([]byte{0, 0, 2 << 3, 0, 0, 1, 3 << 3, 1, 1<<2 | 3})          // answered, then conn1's broker RST: answer_lost
+	f.Add([]byte{0, 2, 7, 0, 0, 1, 3 << 3, 1, 1 << 2})                 // closed unanswered after the client's FIN
 	f.Fuzz(func(t *testing.T, data []byte) {
 		xs := exchangesFrom(data)
-		inOrder := New(Options{})
+		ends := endsFrom(data)
+		withEnds := func() *Detector {
+			d := New(Options{})
+			for _, c := range []*decode.ConnInfo{conn1, conn2} {
+				if e, ok := ends[c]; ok {
+					d.ConnEnd(c, e)
+				}
+			}
+			return d
+		}
+		inOrder := withEnds()
 		for _, x := range xs {
 			inOrder.Produce(x)
 		}
 		want := inOrder.Flush()
-		reversed := New(Options{})
+		reversed := withEnds()
 		for _, x := range slices.Backward(xs) {
 			reversed.Produce(x)
 		}
@@ -107,8 +145,12 @@ func FuzzOrder(f *testing.F) {
 				t.Fatalf("finding %d on connection %d, its first attempt on %d", i, f.ConnID, a.ConnID)
 			}
 			for k, a := range f.Attempts {
-				if (k == 0) != (a.Cause == "") || (a.Cause == CauseBrokerError) != (a.CauseError != "") {
+				if (k == 0) != (a.Cause == "") || a.Cause == CauseBrokerError && a.CauseError == "" ||
+					a.Cause == CauseNotARetry && a.CauseError != "" || a.Cause == CauseAnswerLost && a.CauseError != "broker RST" {
 					t.Fatalf("finding %d attempt %d: cause %q %q", i, k, a.Cause, a.CauseError)
+				}
+				if e, ok := ends[conns2info(a.ConnID)]; a.End != nil && (!ok || *a.End != e) {
+					t.Fatalf("finding %d attempt %d: end %+v, the connection's %+v", i, k, a.End, e)
 				}
 				if k > 0 && (a.Time.Before(f.Attempts[k-1].Time) || a.GapMillis < 0) {
 					t.Fatalf("finding %d attempt %d out of send order", i, k)
@@ -125,8 +167,13 @@ func FuzzOrder(f *testing.F) {
 					t.Fatalf("finding %d attempt %d: cause %q after an acks=0 attempt", i, k, a.Cause)
 				case a.Cause == CauseClientTimeout && prev.Acks != 0 && prev.Response != nil && prev.Response.Time.Before(a.Time):
 					t.Fatalf("finding %d attempt %d: client_timeout, but attempt %d was answered before", i, k, k-1)
-				case a.Cause == CauseConnectionClosed && (prev.NoResponse != decode.NoResponseClosed || prev.ConnID == a.ConnID):
+				case a.Cause == CauseConnectionClosed && (prev.Response != nil || prev.ConnID == a.ConnID):
 					t.Fatalf("finding %d attempt %d: connection_closed after attempt %d on connection %d (%q)", i, k, k-1, prev.ConnID, prev.NoResponse)
+				case a.Cause == CauseConnectionClosed && a.CauseError != "" && !strings.HasPrefix(a.CauseError, "broker "):
+					t.Fatalf("finding %d attempt %d: connection_closed by %q", i, k, a.CauseError)
+				case a.Cause == CauseAnswerLost && (prev.Response == nil || prev.ConnID == a.ConnID || prev.End == nil ||
+					prev.End.By != decode.EndByBroker || prev.End.How != decode.EndRST || prev.End.Time.After(a.Time)):
+					t.Fatalf("finding %d attempt %d: answer_lost after %+v", i, k, prev)
 				case a.Cause != CauseClientTimeout && a.Cause != CauseConnectionClosed && prev.Acks != 0 && prev.NoResponse != "" && prev.NoResponse != NoResponsePartition:
 					t.Fatalf("finding %d attempt %d: cause %q after an unanswered attempt", i, k, a.Cause)
 				}
@@ -144,4 +191,12 @@ func FuzzOrder(f *testing.F) {
 			}
 		}))
 	})
+}
+
+// conns2info is the test connection of an ID.
+func conns2info(id uint64) *decode.ConnInfo {
+	if id == conn2.ID {
+		return conn2
+	}
+	return conn1
 }
