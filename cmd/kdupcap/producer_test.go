@@ -286,6 +286,12 @@ var capturedProducers = map[string]capturedProducer{
 	// The log's 11 batches (tshark decrypts 11 produce requests), two of
 	// them twice.
 	"kgo-tls13-nonidempotent-timeout.pcapng": {11, 2, 2, map[string]int64{"duplicated": 2}},
+	// 6 records, the third sent again on a new connection after its
+	// answer was reset away: 7 produce requests (tshark counts 7).
+	"kgo-v13-nonidempotent-answer-lost.pcap": {7, 1, 1, map[string]int64{"duplicated": 1}},
+	// Two produce requests: 4 records under epoch 0, 3 of them again
+	// under epoch 1 (one record-level finding).
+	"rdkafka211-idempotent-epoch-bump.pcap": {2, 1, 1, map[string]int64{"duplicated": 1}},
 }
 
 // TestProducersAddUp: on every testdata capture, the producer lines say
