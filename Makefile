@@ -34,7 +34,7 @@ FUZZ_TARGETS = \
 	./capture/tlsdecrypt:FuzzRecords \
 	./capture/tlsdecrypt:FuzzKeyLog
 
-.PHONY: all build demo test lint unit fuzz-smoke fuzz bench bench-big bench-tools clean
+.PHONY: all build demo test lint unit fuzz-smoke fuzz bench bench-big bench-tools clean readme-check readme-update
 
 all: build
 
@@ -48,6 +48,16 @@ demo: build
 	./kdupcap analyze testdata/seed-nonidempotent-retry.pcap testdata/seed-idempotent-retry.pcap
 	@echo "== a TLS 1.3 capture that carries its keys (pcapng Decryption Secrets Block): decrypted with no flag"
 	./kdupcap analyze testdata/kgo-tls13-nonidempotent-timeout.pcapng
+
+# Every output pasted into README.md (a code block after a
+# `<!-- readme-check: ARGS -->` marker) is what the current binary prints:
+# readme-check fails when one differs, readme-update rewrites them (review
+# the diff). See internal/readmecheck.
+readme-check: build
+	$(GO) run ./internal/readmecheck/cmd/readmecheck -kdupcap ./kdupcap README.md
+
+readme-update: build
+	$(GO) run ./internal/readmecheck/cmd/readmecheck -update -kdupcap ./kdupcap README.md
 
 # The whole test suite: format, vet, staticcheck, unit + golden + real-traffic
 # tests, and every fuzz target briefly.

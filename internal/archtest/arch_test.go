@@ -36,6 +36,7 @@ var rules = []rule{
 	{pkg: "pipeline", deep: []string{"cmd/kdupcap"}},
 	{pkg: "internal/fifo", deep: []string{"capture", "decode", "detect", "profile", "report", "pipeline"}},
 	{pkg: "internal/hostile", deep: []string{"capture", "decode", "detect", "profile", "report", "pipeline"}},
+	{pkg: "internal/readmecheck", deep: []string{"capture", "decode", "detect", "profile", "report", "pipeline"}},
 }
 
 type listed struct {
