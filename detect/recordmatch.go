@@ -194,13 +194,18 @@ func (d *Detector) matchRecords(o owner, bt *decode.Batch, at *attempt, seen int
 		// (librdkafka, kgo): the retry the partition was hot for came
 		// whole, and its batch finding has it. The batches after it need
 		// no prints for that failure: what is left is at most the
-		// budget of the others still waiting for their retry.
+		// budget of the others still waiting for their retry. This one
+		// is printed all the same: if the batch it repeats had itself
+		// re-batched records of an earlier one (refused by an old
+		// leader, then sent again as the same bytes to the new one), it
+		// is another copy of those records (addRecords).
 		if h.failures--; h.failures <= 0 {
 			delete(d.hot, part)
 		} else {
 			h.budget = min(h.budget, h.failures*hotBudget)
 			d.hot[part] = h
 		}
+		want = true
 	case ok:
 		h.budget--
 		d.hot[part] = h
@@ -287,10 +292,18 @@ func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen i
 			continue
 		}
 		prev := &rs.carriers[e.carrier]
-		if e.carrier == ci || sameBytes(prev, &rs.carriers[ci]) || sameSequence(prev, &rs.carriers[ci]) {
+		if e.carrier == ci {
+			continue
+		}
+		if e.dup < 0 && (sameBytes(prev, &rs.carriers[ci]) || sameSequence(prev, &rs.carriers[ci])) {
 			// A batch re-sent as the same bytes, or an idempotent batch
 			// re-sent at its sequence: the batch-level finding covers
 			// that (records repeated in one batch were left out above).
+			// Once the record is known in batches of other bytes, though,
+			// another attempt of its newest batch is one more copy: a
+			// re-batched retry refused by the old leader and sent again
+			// as the same bytes to the new one (librdkafka after
+			// NOT_LEADER_OR_FOLLOWER) is where the log got it twice.
 			continue
 		}
 		if e.dup < 0 {

@@ -140,6 +140,25 @@ func TestRecordMatching(t *testing.T) {
 			offsets: [][][]int64{{{2, 6}, {3, 7}}},
 		},
 		{
+			// librdkafka under leader moves: record 1 appended (answered
+			// REQUEST_TIMED_OUT at 98), re-batched with newer ones into a
+			// batch the old leader refused, that batch sent again as the
+			// same bytes to the new leader and appended at 100: the
+			// record is held twice, found by its records, not as two
+			// single findings.
+			name: "re-batched retry refused, then the same bytes appended",
+			exchanges: []*decode.Exchange{
+				inCluster(ex(conn1, 15, 0, 300, 7, 98, recs(0xa, 1)), "k"),
+				inCluster(ex(conn1, 17, 400, 401, 6, -1, recs(0xb, 1, 2, 3)), "k"),
+				inCluster(ex(conn3, 11, 500, 501, 0, 100, recs(0xb, 1, 2, 3)), "k"),
+			},
+			want: []Finding{
+				{Kind: KindRecordResend, Verdict: Duplicated, BatchRelation: RelationRebatched, NumRecords: 1, Scope: ScopeClient},
+				{Kind: KindBatch, Verdict: Single},
+			},
+			offsets: [][][]int64{{{98, -1, 100}}, nil},
+		},
+		{
 			// Another partition is another record.
 			name: "other partition",
 			exchanges: []*decode.Exchange{
@@ -378,7 +397,7 @@ func TestHotPartitionCools(t *testing.T) {
 				ex(conn1, 1, 0, 520, 7, 0, recs(0xa, 1, 2)),
 				ex(conn1, 2, 600, 610, 0, 2, recs(0xa, 1, 2)),
 			}, later(3, 700)...),
-			prints: 2, // the failed batch's only
+			prints: 2 + 2, // the failed batch's, and its retry's (it may carry records re-batched before), none after
 		},
 		{
 			name: "failed, then rebuilt",
@@ -396,7 +415,7 @@ func TestHotPartitionCools(t *testing.T) {
 				ex(conn1, 2, 1, 521, 7, 1, recs(0xb, 2)),
 				ex(conn1, 3, 600, 610, 0, 2, recs(0xa, 1)),
 			}, later(4, 700)...),
-			prints: 1 + 1 + 3, // the other failure's retry may come in any of them
+			prints: 1 + 1 + 1 + 3, // the retry too; the other failure's retry may come in any of the 3
 		},
 		{
 			name: "re-sent as the same bytes, failed again",
@@ -409,7 +428,7 @@ func TestHotPartitionCools(t *testing.T) {
 		{
 			name:      "the other failure keeps its own batches",
 			exchanges: robbed,
-			prints:    1 + 6 + 1 + 2 + 2, // F1, its 6, F2, F2's next 2 and the rebuilt batch (F1's retry: none)
+			prints:    1 + 6 + 1 + 1 + 2 + 2, // F1, its 6, F2, F1's retry, F2's next 2 and the rebuilt batch
 			resends:   1,
 		},
 	}
