@@ -34,7 +34,7 @@ FUZZ_TARGETS = \
 	./capture/tlsdecrypt:FuzzRecords \
 	./capture/tlsdecrypt:FuzzKeyLog
 
-.PHONY: all build demo test lint unit fuzz-smoke fuzz bench bench-big bench-tools clean readme-check readme-update
+.PHONY: all build demo test lint unit fuzz-smoke fuzz bench bench-big bench-tools clean readme-check readme-update man
 
 all: build
 
@@ -42,6 +42,13 @@ all: build
 # and runs on any Linux host it is copied to.
 build:
 	CGO_ENABLED=0 $(GO) build -o kdupcap ./cmd/kdupcap
+
+# The man page, man/kdupcap.1, written by the binary from the flags its
+# commands parse (kdupcap man), dated by the commit built; man/ is not
+# committed: the release packages build it.
+man: build
+	mkdir -p man
+	./kdupcap man > man/kdupcap.1.tmp && mv man/kdupcap.1.tmp man/kdupcap.1
 
 # Runs the main job on the bundled seed captures.
 demo: build
@@ -59,9 +66,10 @@ readme-check: build
 readme-update: build
 	$(GO) run ./internal/readmecheck/cmd/readmecheck -update -kdupcap ./kdupcap README.md
 
-# The whole test suite: format, vet, staticcheck, unit + golden + real-traffic
+# The whole test suite: format, vet, staticcheck, the README's pasted outputs,
+# unit + golden + real-traffic
 # tests, and every fuzz target briefly.
-test: lint unit fuzz-smoke
+test: lint readme-check unit fuzz-smoke
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -140,5 +148,28 @@ bench-tools:
 	$(GO) build -o bin/readloop ./internal/benchrun/cmd/readloop
 	$(GO) build -o bin/benchrun ./internal/benchrun/cmd/benchrun
 
+# The release (.goreleaser.yaml): static binaries for linux, darwin and
+# windows (amd64, arm64), their archives, checksums.txt, the deb and rpm,
+# into dist/, from the working tree, nothing published. `make test` checks
+# it (internal/releasecheck builds a snapshot, lists the archives and
+# packages, runs the linux binary). goreleaser v2: .ci/run installs it.
+GORELEASER ?= goreleaser
+.PHONY: release-files release-snapshot
+release-snapshot:
+	$(GORELEASER) release --snapshot --clean --skip=publish
+
+# What the archives and packages carry beside the binary, written by the
+# binary from the flags it parses: man/kdupcap.1 (make man), and under
+# build/ the bash, zsh and fish completions and the gzipped man page.
+# goreleaser's before hook runs it.
+release-files: build man
+	mkdir -p build/completions build/man
+	@for sh in bash zsh fish; do \
+		echo "./kdupcap completion $$sh > build/completions/kdupcap.$$sh"; \
+		./kdupcap completion $$sh > build/completions/kdupcap.$$sh.tmp || exit 1; \
+		mv build/completions/kdupcap.$$sh.tmp build/completions/kdupcap.$$sh; \
+	done
+	gzip -9nc man/kdupcap.1 > build/man/kdupcap.1.gz
+
 clean:
-	rm -rf kdupcap bin $(BENCH_DIR)
+	rm -rf kdupcap bin $(BENCH_DIR) dist build

@@ -48,7 +48,8 @@
 //   - sharded.go: the run over workers and its merger.
 //   - analysis.go: Analysis, the run of `kdupcap analyze`.
 //   - live.go: Live, the run of `kdupcap live`, its drop marks and evidence files.
-//   - evidence.go: the spans a finding's evidence keeps; WriteEvidence.
+//   - evidence.go: the spans a finding's evidence keeps; WriteEvidence;
+//     EvidenceFile, the --write-dups file checked before reading.
 //   - sasl.go: withoutSASL, which cuts SASL authentications out of them.
 //   - tls.go: the TLS layer of a run: key logs, the Decrypter, its summary.
 //   - summary.go: report.Summary from the stages' counts.

@@ -1,7 +1,10 @@
 package pipeline
 
 import (
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
 	"os"
 	"time"
@@ -94,19 +97,138 @@ func evidenceSpans(findings []detect.Finding, namedBy func([16]byte) (*decode.Co
 	return spans
 }
 
-// WriteEvidenceFile is WriteEvidence to a new file at path (truncated if
-// it exists).
-func (a *Analysis) WriteEvidenceFile(path string, findings []detect.Finding) (n int, err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, err
+// EvidenceFile is the file of --write-dups, opened before the inputs are
+// read (CreateEvidenceFile), so that a path that cannot be written fails
+// at once and not after hours of reading, and written after the findings
+// (Analysis.WriteEvidenceFile).
+type EvidenceFile struct {
+	f       *os.File
+	created bool // it did not exist: Discard removes it
+	trunc   bool // an existing regular file, truncated only when written
+}
+
+// CreateEvidenceFile opens path to write evidence to. It never writes over
+// evidence of its own: it refuses path when it is one of the inputs (the
+// same file, through a symlink or a hard link too; "-" is none), and when
+// it is an existing regular file, unless overwrite (which is still never
+// an input). An existing file is left as it is until written to. A device
+// or a pipe (/dev/null, /dev/stdout) is written as it is. Every error
+// names path.
+func CreateEvidenceFile(path string, inputs []string, overwrite bool) (*EvidenceFile, error) {
+	e := &EvidenceFile{}
+	st, err := os.Stat(path)
+	switch {
+	case err == nil && st.IsDir():
+		return nil, fmt.Errorf("%s: is a directory", path)
+	case err == nil && st.Mode().IsRegular() && !overwrite:
+		if in, ok := sameInput(st, inputs); ok {
+			return nil, errIsInput(path, in)
+		}
+		return nil, fmt.Errorf("%s: file exists; give --force to overwrite it", path)
+	case err == nil:
+		e.f, err = os.OpenFile(path, os.O_WRONLY, 0)
+		e.trunc = st.Mode().IsRegular()
+	default:
+		// Not there (or a dangling symlink, which O_EXCL refuses as
+		// existing): created here, and by no one else meanwhile.
+		e.f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		e.created = true
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("%s: file exists; give --force to overwrite it", path)
+		}
 	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot be written: %w", path, pathErr(err))
+	}
+	// The file opened, whatever path went through, is not an input.
+	if st, err = e.f.Stat(); err == nil {
+		if in, ok := sameInput(st, inputs); ok {
+			e.Discard()
+			return nil, errIsInput(path, in)
+		}
+	}
+	return e, nil
+}
+
+// pathErr is err without the operation and path of an *fs.PathError, for
+// a message that names the path once.
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// sameInput returns the input that is the file of st.
+func sameInput(st os.FileInfo, inputs []string) (string, bool) {
+	for _, in := range inputs {
+		if in == "-" {
+			continue
+		}
+		if ist, err := os.Stat(in); err == nil && os.SameFile(st, ist) {
+			return in, true
+		}
+	}
+	return "", false
+}
+
+func errIsInput(path, in string) error {
+	if path == in {
+		return fmt.Errorf("%s: is an input: evidence is never written over a capture", path)
+	}
+	return fmt.Errorf("%s: is the input %s (the same file): evidence is never written over a capture", path, in)
+}
+
+// Name is the file's path.
+func (e *EvidenceFile) Name() string { return e.f.Name() }
+
+// Discard closes the file unwritten, and removes it when
+// CreateEvidenceFile created it: a run that ends before its evidence
+// leaves no empty file, and an existing file as it was. It does nothing
+// after WriteEvidenceFile.
+func (e *EvidenceFile) Discard() {
+	if e.f == nil {
+		return
+	}
+	e.f.Close()
+	if e.created {
+		os.Remove(e.f.Name())
+	}
+	e.f = nil
+}
+
+// WriteEvidenceFile is WriteEvidence to e, which it closes; an existing
+// file is truncated first.
+func (a *Analysis) WriteEvidenceFile(e *EvidenceFile, findings []detect.Finding) (n int, err error) {
+	f := e.f
+	e.f = nil
 	defer func() {
 		if cerr := f.Close(); err == nil && cerr != nil {
 			err = cerr
 		}
 	}()
+	if e.trunc {
+		if err := f.Truncate(0); err != nil {
+			return 0, err
+		}
+	}
 	return a.WriteEvidence(f, findings)
+}
+
+// CheckEvidenceDir makes dir, as live's evidence directory, and checks a
+// file can be created in it, so that live fails at its start rather than
+// at its first finding.
+func CheckEvidenceDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("%s: cannot be made: %w", dir, pathErr(err))
+	}
+	f, err := os.CreateTemp(dir, ".kdupcap-check-*")
+	if err != nil {
+		return fmt.Errorf("%s: no file can be created in it: %w", dir, pathErr(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // WriteEvidence writes to w, after Finish, every packet of the inputs

@@ -39,6 +39,8 @@
 //   - infer.go: the guess of the client of a producer that sent no
 //     software name, from its default client.id and the ApiVersions and
 //     Produce versions it sent (Producer.SoftwareGuess), and GuessText.
+//   - fix.go: Fix, the one setting that would have kept a producer's
+//     records out of the log twice, for the headline.
 //   - sketch.go: Sketch, the fixed-size logarithmic latency histogram.
 //
 // # Ownership and bounds

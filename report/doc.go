@@ -46,15 +46,21 @@
 //
 // # Files
 //
-//   - writer.go: the Writer interface, TopicName and the order of verdicts.
-//   - table.go: NewTable, the human tables of findings and summary; Printable.
-//   - tables.go: the tablewriter tables kept and reset for each finding.
+//   - writer.go: the Writer interface, Options (--verdict, --all, width),
+//     Harmful, ParseVerdicts, the records counted twice, TopicName and the
+//     order of verdicts.
+//   - table.go: NewTable and NewTableWith, the human tables of findings and
+//     summary, the headline that opens them; Printable.
+//   - tables.go: the tablewriter tables kept and reset for each finding,
+//     fitted to the width (OutputWidth).
 //   - lines.go: NewLines, one line per finding for a live run.
 //   - json.go: NewJSON and LineEncoder, the JSON Lines objects.
 //   - proof.go: a finding's proof, fetched offsets and transaction in JSON.
 //   - records.go: a finding's records, in a table and in JSON.
 //   - producer.go: ProducerWriter, the producer profiles in each format.
-//   - summary.go: Summary, Connection and TopicCount, the run's counts.
+//   - summary.go: Summary, Connection and TopicCount, the run's counts;
+//     FailedInput and NothingToJudge, and the status the summary starts
+//     with (input failed, nothing to judge, or the all-clear).
 //   - echo.go: the summary's requests seen on two connections (EchoLeg).
 //   - sasl.go: a connection's SASL user and mechanism in the table.
 //   - counters.go: Counters, a live run's running totals.

@@ -13,21 +13,29 @@ import (
 // NewJSON returns a Writer of JSON Lines: one object per finding
 // ("type":"duplicate"), then one summary object ("type":"summary"). The
 // schema is in the README; it is a public contract.
-func NewJSON(w io.Writer) Writer {
-	return &jsonWriter{w: w, enc: NewLineEncoder()}
+func NewJSON(w io.Writer) Writer { return NewJSONWith(w, Options{}) }
+
+// NewJSONWith is NewJSON printing the findings of o.Verdicts only (all
+// when empty); the summary counts every finding.
+func NewJSONWith(w io.Writer, o Options) Writer {
+	return &jsonWriter{w: w, enc: NewLineEncoder(), opts: o}
 }
 
 type jsonWriter struct {
-	w   io.Writer
-	enc *LineEncoder
+	w    io.Writer
+	enc  *LineEncoder
+	opts Options
 }
 
 // LineEncoder marshals the JSON Lines objects of NewJSON one at a time, so
 // that a sink publishing them elsewhere (package emit) gives the same
-// bytes. It is not safe for concurrent use.
+// bytes. The summary's counts of records (duplicated_records,
+// extra_copies, possibly_duplicated_records, and per topic) are those of
+// the findings encoded before it. It is not safe for concurrent use.
 type LineEncoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
+	buf    bytes.Buffer
+	enc    *json.Encoder
+	counts tally
 }
 
 // NewLineEncoder returns an encoder of NewJSON's objects.
@@ -50,11 +58,14 @@ func (e *LineEncoder) line(v any) ([]byte, error) {
 
 // Finding returns f's line, ending in a newline; it is valid until the
 // next call.
-func (e *LineEncoder) Finding(f *detect.Finding) ([]byte, error) { return e.line(toJSONFinding(f)) }
+func (e *LineEncoder) Finding(f *detect.Finding) ([]byte, error) {
+	e.counts.add(f)
+	return e.line(toJSONFinding(f))
+}
 
 // Summary returns s's line, ending in a newline; it is valid until the next
 // call.
-func (e *LineEncoder) Summary(s *Summary) ([]byte, error) { return e.line(toJSONSummary(s)) }
+func (e *LineEncoder) Summary(s *Summary) ([]byte, error) { return e.line(toJSONSummary(s, &e.counts)) }
 
 // jsonFinding is one finding line.
 type jsonFinding struct {
@@ -183,12 +194,25 @@ type jsonSummary struct {
 	ProducerExchangesOmitted int64         `json:"producer_exchanges_omitted,omitempty"`
 	EvictedAgeMillis         float64       `json:"evicted_age_ms,omitempty"`
 	ByVerdict                jsonByVerdict `json:"by_verdict"`
-	Topics                   []jsonTopic   `json:"topics"`
-	Dropped                  *jsonDropped  `json:"dropped,omitempty"`
-	TLS                      *jsonTLS      `json:"tls,omitempty"`
-	Errors                   []string      `json:"errors"`
-	Interrupted              string        `json:"interrupted,omitempty"`
-	InputLimit               int64         `json:"input_limit_bytes,omitempty"`
+	// DuplicatedRecords, ExtraCopies: the records the findings show the
+	// log holds more than once, and their copies beyond the first;
+	// PossiblyDuplicatedRecords: the records of the unconfirmed findings
+	// that may be (Harmful).
+	DuplicatedRecords         int64        `json:"duplicated_records"`
+	ExtraCopies               int64        `json:"extra_copies"`
+	PossiblyDuplicatedRecords int64        `json:"possibly_duplicated_records"`
+	Topics                    []jsonTopic  `json:"topics"`
+	Dropped                   *jsonDropped `json:"dropped,omitempty"`
+	TLS                       *jsonTLS     `json:"tls,omitempty"`
+	Errors                    []string     `json:"errors"`
+	Interrupted               string       `json:"interrupted,omitempty"`
+	InputLimit                int64        `json:"input_limit_bytes,omitempty"`
+
+	// InputFailed, FailedInputs: an input error ended reading early;
+	// NothingToJudge: no produce request was seen (summary.go).
+	InputFailed    bool              `json:"input_failed,omitempty"`
+	FailedInputs   []jsonFailedInput `json:"failed_inputs,omitempty"`
+	NothingToJudge *jsonNothing      `json:"nothing_to_judge,omitempty"`
 }
 
 type jsonConnection struct {
@@ -217,9 +241,16 @@ type jsonTopic struct {
 	Records    int64  `json:"records"`
 	Findings   int64  `json:"findings"`
 	Duplicated int64  `json:"duplicated"`
+	// DuplicatedRecords, ExtraCopies: as the summary's, of this topic.
+	DuplicatedRecords int64 `json:"duplicated_records"`
+	ExtraCopies       int64 `json:"extra_copies"`
 }
 
 func (w *jsonWriter) Finding(f detect.Finding) error {
+	if !w.opts.shows(&f) {
+		w.enc.counts.add(&f)
+		return nil
+	}
 	line, err := w.enc.Finding(&f)
 	if err == nil {
 		_, err = w.w.Write(line)
@@ -345,7 +376,7 @@ func attemptConn(f *detect.Finding, a *detect.Attempt) (uint64, netip.AddrPort, 
 	return a.ConnID, a.Client, a.Broker
 }
 
-func toJSONSummary(s *Summary) jsonSummary {
+func toJSONSummary(s *Summary, c *tally) jsonSummary {
 	j := jsonSummary{
 		Type:                     "summary",
 		Files:                    append([]string{}, s.Files...),
@@ -383,13 +414,17 @@ func toJSONSummary(s *Summary) jsonSummary {
 			Unconfirmed:  s.ByVerdict[string(detect.Unconfirmed)],
 			Rejected:     s.ByVerdict[string(detect.Rejected)],
 		},
-		Topics:      make([]jsonTopic, len(s.ByTopic)),
-		Dropped:     toJSONDropped(s.Dropped),
-		TLS:         toJSONTLS(s.TLS),
-		Errors:      append([]string{}, s.Errors...),
-		Interrupted: s.Interrupted,
-		InputLimit:  s.InputLimit,
+		DuplicatedRecords:         c.total.Duplicated,
+		ExtraCopies:               c.total.Extra,
+		PossiblyDuplicatedRecords: c.total.Possibly,
+		Topics:                    make([]jsonTopic, len(s.ByTopic)),
+		Dropped:                   toJSONDropped(s.Dropped),
+		TLS:                       toJSONTLS(s.TLS),
+		Errors:                    append([]string{}, s.Errors...),
+		Interrupted:               s.Interrupted,
+		InputLimit:                s.InputLimit,
 	}
+	addJSONStatus(&j, s)
 	for i, c := range s.KafkaConnections {
 		j.KafkaConnections[i] = jsonConnection{
 			ID:              c.ID,
@@ -404,7 +439,9 @@ func toJSONSummary(s *Summary) jsonSummary {
 		}
 	}
 	for i, t := range s.ByTopic {
-		j.Topics[i] = jsonTopic(t)
+		rc := topicRecords(s.ByTopic, i, c)
+		j.Topics[i] = jsonTopic{Topic: t.Topic, Batches: t.Batches, Records: t.Records, Findings: t.Findings, Duplicated: t.Duplicated,
+			DuplicatedRecords: rc.Duplicated, ExtraCopies: rc.Extra}
 	}
 	return j
 }

@@ -78,7 +78,15 @@ func wantJSONFinding(f detect.Finding) map[string]any {
 	return m
 }
 
-func wantJSONSummary(s Summary) map[string]any {
+// wantRecords are the summary's counts of records duplicated, worked out
+// by hand from the findings: in all and per topic ([records, extra
+// copies]).
+type wantRecords struct {
+	duplicated, extra, possibly int64
+	topics                      map[string][2]int64
+}
+
+func wantJSONSummary(s Summary, rec wantRecords) map[string]any {
 	files := []any{}
 	for _, f := range s.Files {
 		files = append(files, f)
@@ -100,7 +108,8 @@ func wantJSONSummary(s Summary) map[string]any {
 	topics := []any{}
 	for _, tc := range s.ByTopic {
 		topics = append(topics, map[string]any{"topic": tc.Topic, "batches": num(tc.Batches), "records": num(tc.Records),
-			"findings": num(tc.Findings), "duplicated": num(tc.Duplicated)})
+			"findings": num(tc.Findings), "duplicated": num(tc.Duplicated),
+			"duplicated_records": num(rec.topics[tc.Topic][0]), "extra_copies": num(rec.topics[tc.Topic][1])})
 	}
 	errs := []any{}
 	for _, e := range s.Errors {
@@ -113,5 +122,26 @@ func wantJSONSummary(s Summary) map[string]any {
 		"produce_responses": num(s.ProduceResponses), "batches": num(s.Batches), "records": num(s.Records),
 		"malformed": num(s.Malformed), "resyncs": num(s.Resyncs), "findings": num(s.Findings),
 		"by_verdict": verdicts, "topics": topics, "errors": errs,
+		"duplicated_records": num(rec.duplicated), "extra_copies": num(rec.extra), "possibly_duplicated_records": num(rec.possibly),
+	}
+}
+
+// wantJSONStatus adds to m the summary's keys of a failed input, worked
+// out by hand from s. (The fixture saw produce requests: no
+// nothing_to_judge.)
+func wantJSONStatus(m map[string]any, s Summary) {
+	if len(s.Errors) > 0 || len(s.FailedInputs) > 0 {
+		m["input_failed"] = true
+	}
+	if len(s.FailedInputs) > 0 {
+		var fi []any
+		for _, f := range s.FailedInputs {
+			o := map[string]any{"file": f.File, "results_up_to_byte": num(f.ResultsUpTo)}
+			if f.Decompressed {
+				o["decompressed"] = true
+			}
+			fi = append(fi, o)
+		}
+		m["failed_inputs"] = fi
 	}
 }

@@ -95,7 +95,7 @@ func (l *linesWriter) Finding(f detect.Finding) error {
 // run's producers are printed once, at its end, before the summary.
 func (l *linesWriter) Producers(ps []profile.Producer) error {
 	if l.producers == nil {
-		l.producers = NewTable(l.w).(*tableWriter)
+		l.producers = newTableWriter(l.w, Options{}, true)
 	}
 	l.producers.n = l.n
 	return l.producers.Producers(ps)
@@ -107,7 +107,6 @@ func (l *linesWriter) Summary(s Summary) error {
 	if err := summaryCounts(&tables{b: b}, &s, l.n); err != nil {
 		return err
 	}
-	summaryErrors(b, &s)
 	if _, err := l.w.Write(b.Bytes()); err != nil {
 		return fmt.Errorf("report: writing summary: %w", err)
 	}

@@ -41,6 +41,10 @@ func TestProducerLines(t *testing.T) {
 	if err := tw.Producers([]profile.Producer{{ProducerID: -1, Diagnosis: long}}); err != nil {
 		t.Fatal(err)
 	}
+	// The table is written at the summary, after the headline.
+	if err := tw.(Writer).Summary(Summary{}); err != nil {
+		t.Fatal(err)
+	}
 	for _, l := range strings.Split(buf.String(), "\n") {
 		if strings.HasPrefix(l, "     word") && len(l) > 5+96 {
 			t.Errorf("diagnosis line of %d bytes: %q", len(l), l)
@@ -77,6 +81,9 @@ func TestProducersLinesAndMulti(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := tw.(ProducerWriter).Producers(ps); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Summary(Summary{}); err != nil {
 		t.Fatal(err)
 	}
 	out := lines.String()
@@ -149,7 +156,7 @@ func TestProducersGolden(t *testing.T) {
 	for _, f := range []struct {
 		ext string
 		new func(io.Writer) Writer
-	}{{"table", NewTable}, {"jsonl", NewJSON}} {
+	}{{"table", func(w io.Writer) Writer { return streamTable(w) }}, {"jsonl", NewJSON}} {
 		t.Run(f.ext, func(t *testing.T) {
 			var buf bytes.Buffer
 			if err := f.new(&buf).(ProducerWriter).Producers(goldenProducers()); err != nil {
@@ -178,7 +185,7 @@ func TestProducersGolden(t *testing.T) {
 func TestProducerGuessRendering(t *testing.T) {
 	ps := goldenProducers()
 	var tb, jb bytes.Buffer
-	if err := NewTable(&tb).(ProducerWriter).Producers(ps); err != nil {
+	if err := streamTable(&tb).Producers(ps); err != nil {
 		t.Fatal(err)
 	}
 	if err := NewJSON(&jb).(ProducerWriter).Producers(ps); err != nil {

@@ -20,7 +20,7 @@ func TestProofOutput(t *testing.T) {
 	if err := NewJSON(&j).Finding(f); err != nil {
 		t.Fatal(err)
 	}
-	if err := NewTable(&tb).Finding(f); err != nil {
+	if err := streamTable(&tb).Finding(f); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"evidence":"fetched_data"`, `"fetched_offsets":[3,9]`,
@@ -39,7 +39,7 @@ func TestProofOutput(t *testing.T) {
 	if err := NewJSON(&j).Finding(plain); err != nil {
 		t.Fatal(err)
 	}
-	if err := NewTable(&tb).Finding(plain); err != nil {
+	if err := streamTable(&tb).Finding(plain); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(j.String(), `"evidence":"produce_responses"`) || strings.Contains(j.String(), "fetched_offsets") ||

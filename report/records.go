@@ -3,11 +3,13 @@ package report
 import (
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/kdupcap/kdupcap/detect"
+	"github.com/olekukonko/tablewriter/tw"
 )
 
 // Records of a finding (kdupcap --records N) are shown so that the user
@@ -68,16 +70,30 @@ func kindOf(f *detect.Finding) detect.Kind {
 }
 
 // writeRecordCopies writes the records of a record-level finding, each
-// with the offset of every copy, to ts's buffer.
+// with the offset of every copy, to ts's buffer: their content when decode
+// read it (--records N), else the record's print (the hash it was matched
+// by) in a PRINT column.
 func writeRecordCopies(ts *tables, f *detect.Finding) error {
 	b := ts.b
 	more := ""
 	if f.RecordsOmitted > 0 {
 		more = fmt.Sprintf(" (%d more not listed)", f.RecordsOmitted)
 	}
+	known := slices.ContainsFunc(f.Records, func(r detect.Record) bool { return r.Known })
+	prints := slices.ContainsFunc(f.Records, func(r detect.Record) bool { return !r.Known })
+	if prints {
+		more += "; --records N shows their content"
+	}
 	fmt.Fprintf(b, "   records sent again%s\n", more)
-	tbl := ts.get(left, left, left, left, left)
-	tbl.Header("COPIES (CORR ID: OFFSET)", "TIMESTAMP (UTC)", "KEY", "VALUE", "HEADERS")
+	align, header := []tw.Align{left}, []string{"COPIES (CORR ID: OFFSET)"}
+	if known {
+		align, header = append(align, left, left, left, left), append(header, "TIMESTAMP (UTC)", "KEY", "VALUE", "HEADERS")
+	}
+	if prints {
+		align, header = append(align, left), append(header, "PRINT")
+	}
+	tbl := ts.get(align...)
+	tbl.Header(header)
 	for _, r := range f.Records {
 		copies := make([]string, len(r.Copies))
 		for i, c := range r.Copies {
@@ -91,11 +107,19 @@ func writeRecordCopies(ts *tables, f *detect.Finding) error {
 			}
 			copies[i] = corr + ": " + off
 		}
-		row := []string{strings.Join(copies, ", "), "-", "-", "-", "-"}
-		if r.Known {
-			row[1], row[2], row[3], row[4] = recordTime(r.TimestampMillis), bytesText(r.Key, r.KeyLen), bytesText(r.Value, r.ValueLen), headersText(r.Headers)
-		} else {
-			row[2] = fmt.Sprintf("(record %016x; --records N shows content)", r.Hash)
+		row := []string{strings.Join(copies, ", ")}
+		switch {
+		case known && r.Known:
+			row = append(row, recordTime(r.TimestampMillis), bytesText(r.Key, r.KeyLen), bytesText(r.Value, r.ValueLen), headersText(r.Headers))
+		case known:
+			row = append(row, "-", "-", "-", "-")
+		}
+		if prints {
+			p := "-"
+			if !r.Known {
+				p = fmt.Sprintf("%016x", r.Hash)
+			}
+			row = append(row, p)
 		}
 		if err := tbl.Append(row); err != nil {
 			return err

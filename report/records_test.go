@@ -47,7 +47,7 @@ func recordsFinding() detect.Finding {
 
 func TestRecordsTable(t *testing.T) {
 	var out bytes.Buffer
-	if err := NewTable(&out).Finding(recordsFinding()); err != nil {
+	if err := streamTable(&out).Finding(recordsFinding()); err != nil {
 		t.Fatal(err)
 	}
 	s := out.String()

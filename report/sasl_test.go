@@ -54,7 +54,7 @@ func TestProducerSASL(t *testing.T) {
 	for _, users := range [][]string{{"alice", "svc\x01"}, nil} {
 		p := profile.Producer{ProducerID: -1, SASLUsers: users}
 		var tb, jb bytes.Buffer
-		if err := NewTable(&tb).(ProducerWriter).Producers([]profile.Producer{p}); err != nil {
+		if err := streamTable(&tb).Producers([]profile.Producer{p}); err != nil {
 			t.Fatal(err)
 		}
 		if err := NewJSON(&jb).(ProducerWriter).Producers([]profile.Producer{p}); err != nil {

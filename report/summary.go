@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bytes"
+	"fmt"
 	"net/netip"
 	"time"
 )
@@ -74,7 +76,11 @@ type Summary struct {
 	TLS *TLSSummary
 
 	// Errors holds input errors that ended reading early (file and position).
+	// Any makes the run's result incomplete: InputFailed.
 	Errors []string
+	// FailedInputs says, of each input file an error ended early, how far
+	// its results go (Errors has the messages).
+	FailedInputs []FailedInput
 	// Interrupted names the signal that stopped the reading ("SIGINT");
 	// empty when the inputs were read to their end.
 	Interrupted string
@@ -114,4 +120,167 @@ type TopicCount struct {
 	Records    int64
 	Findings   int64
 	Duplicated int64
+}
+
+// FailedInput is an input file that could not be read to its end.
+type FailedInput struct {
+	File string
+	// ResultsUpTo counts the bytes of File's capture read whole before the
+	// error (decompressed bytes when Decompressed): the results are those
+	// of these bytes. 0: nothing of File was read.
+	ResultsUpTo  int64
+	Decompressed bool
+}
+
+// InputFailed reports whether an input error ended reading early: the
+// results are then those of what was read, not of the whole input.
+func (s *Summary) InputFailed() bool { return len(s.Errors) > 0 || len(s.FailedInputs) > 0 }
+
+// NothingToJudge is why a run found nothing because it had nothing to
+// look at: no produce request reached it.
+type NothingToJudge struct {
+	// Reason is "no_packets", "no_tcp", "no_kafka", "tls_undecrypted" or
+	// "no_produce".
+	Reason string
+	// Text says what the capture held, in one sentence without its
+	// period; Hint what to try.
+	Text, Hint string
+}
+
+// NothingToJudge says why the run had nothing to judge, when it saw no
+// produce request and made no finding; ok is false when it had something,
+// and when an input failed before any packet was read (the failure says
+// why).
+func (s *Summary) NothingToJudge() (n NothingToJudge, ok bool) {
+	if s.ProduceRequests > 0 || s.Findings > 0 || s.Packets == 0 && s.InputFailed() {
+		return n, false
+	}
+	kafka := int64(len(s.KafkaConnections)) + s.KafkaConnectionsOmitted
+	var undecrypted int64
+	if t := s.TLS; t != nil {
+		undecrypted = int64(t.NoKey + t.MidStream + t.BadMAC + t.Undecryptable)
+	}
+	tlsHint := "give --tls-keylog FILE with the clients' TLS keys (their SSLKEYLOGFILE); see TLS connections below"
+	switch {
+	case s.Packets == 0:
+		return NothingToJudge{Reason: "no_packets", Text: "the capture holds no packet",
+			Hint: "capture on the interface the producers' traffic crosses, e.g. tcpdump -i any -w FILE tcp port 9092"}, true
+	case s.TCPConnections == 0:
+		return NothingToJudge{Reason: "no_tcp", Text: fmt.Sprintf("the capture's %s no TCP connection", countWords(s.Packets, "packet holds", "packets hold")),
+			Hint: "Kafka runs over TCP: capture the brokers' traffic, e.g. tcpdump -i any -w FILE tcp port 9092"}, true
+	case kafka == 0 && undecrypted > 0:
+		some := fmt.Sprintf("%d of the %s", undecrypted, plural(s.TCPConnections, "TCP connection"))
+		switch {
+		case undecrypted == s.TCPConnections && undecrypted == 1:
+			some = "the TCP connection is"
+		case undecrypted == s.TCPConnections:
+			some = fmt.Sprintf("the %d TCP connections are", undecrypted)
+		case undecrypted == 1:
+			some += " is"
+		default:
+			some += " are"
+		}
+		return NothingToJudge{Reason: "tls_undecrypted", Text: "no Kafka connection could be read: " + some + " TLS, not decrypted", Hint: tlsHint}, true
+	case kafka == 0:
+		none := fmt.Sprintf("none of the %d TCP connections is", s.TCPConnections)
+		if s.TCPConnections == 1 {
+			none = "the TCP connection is not"
+		}
+		return NothingToJudge{Reason: "no_kafka", Text: none + " Kafka (none on a --port port, none whose bytes parse as Kafka requests)",
+			Hint: "if the brokers listen on other ports, give them with --port (e.g. --port 9093,19092)"}, true
+	}
+	n = NothingToJudge{Reason: "no_produce", Hint: "kdupcap judges producers' re-sends: capture where the producers connect to the brokers"}
+	conns := countWords(kafka, "Kafka connection carries", "Kafka connections carry")
+	if kafka == 1 {
+		conns = "the Kafka connection carries"
+	}
+	if s.FetchResponses > 0 {
+		n.Text = fmt.Sprintf("%s no produce request, only consumers' traffic (%s)", conns, plural(s.FetchResponses, "fetch response"))
+	} else {
+		n.Text = fmt.Sprintf("%s no produce request, only metadata and other requests (%s)", conns, plural(s.Frames, "frame"))
+	}
+	if undecrypted > 0 {
+		n.Text += fmt.Sprintf("; %s not decrypted: producers may be among them", countWords(undecrypted, "TLS connection was", "TLS connections were"))
+		n.Hint = tlsHint
+	}
+	return n, true
+}
+
+// countWords is n with the singular or the plural words after it.
+func countWords(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return itoa(n) + " " + many
+}
+
+// jsonFailedInput is one of the summary's "failed_inputs".
+type jsonFailedInput struct {
+	File         string `json:"file"`
+	ResultsUpTo  int64  `json:"results_up_to_byte"`
+	Decompressed bool   `json:"decompressed,omitempty"`
+}
+
+// jsonNothing is the summary's "nothing_to_judge" object.
+type jsonNothing struct {
+	Reason string `json:"reason"`
+	Text   string `json:"text"`
+	Hint   string `json:"hint"`
+}
+
+// addJSONStatus sets j's keys of a failed input and of nothing to judge.
+func addJSONStatus(j *jsonSummary, s *Summary) {
+	j.InputFailed = s.InputFailed()
+	for _, f := range s.FailedInputs {
+		j.FailedInputs = append(j.FailedInputs, jsonFailedInput(f))
+	}
+	if n, ok := s.NothingToJudge(); ok {
+		j.NothingToJudge = &jsonNothing{Reason: n.Reason, Text: n.Text, Hint: n.Hint}
+	}
+}
+
+// statusText writes, at the head of the text summary, whether the input
+// failed and what the run judged: after n findings, the input errors with
+// how far the results go, or why there was nothing to judge, or the
+// all-clear, which only a run that read all its input and saw produce
+// requests gives.
+func statusText(b *bytes.Buffer, s *Summary, n int) {
+	if n > 0 {
+		b.WriteByte('\n')
+	}
+	nothing, none := s.NothingToJudge()
+	if s.InputFailed() {
+		if s.Packets == 0 && n == 0 {
+			b.WriteString("Input failed: nothing was read, nothing was judged.\n")
+		} else {
+			b.WriteString("Input failed: these results are of what was read before the error, not of the whole input.\n")
+		}
+		for _, e := range s.Errors {
+			fmt.Fprintf(b, "  %s\n", Printable(e))
+		}
+		for _, f := range s.FailedInputs {
+			switch {
+			case f.ResultsUpTo > 0 && f.Decompressed:
+				fmt.Fprintf(b, "  results up to decompressed byte %d of %s\n", f.ResultsUpTo, Printable(f.File))
+			case f.ResultsUpTo > 0:
+				fmt.Fprintf(b, "  results up to byte %d of %s\n", f.ResultsUpTo, Printable(f.File))
+			}
+		}
+		if none {
+			fmt.Fprintf(b, "Nothing to judge in what was read: %s.\nhint: %s\n", nothing.Text, nothing.Hint)
+		}
+		b.WriteByte('\n')
+		return
+	}
+	switch {
+	case n > 0:
+	case none:
+		fmt.Fprintf(b, "Nothing to judge: %s.\nhint: %s\n\n", nothing.Text, nothing.Hint)
+	case s.Interrupted != "":
+		fmt.Fprintf(b, "No batch was sent more than once in the packets read before %s.\n\n", s.Interrupted)
+	case s.InputLimit > 0:
+		fmt.Fprintf(b, "No batch was sent more than once in the %d bytes of capture read (--max-input-bytes).\n\n", s.InputLimit)
+	default:
+		b.WriteString("No batch was sent more than once.\n\n")
+	}
 }

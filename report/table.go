@@ -16,28 +16,101 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 )
 
-// NewTable returns a Writer of human tables: one block per finding (a few
-// header lines, then a table of its attempts), then a summary block.
-func NewTable(w io.Writer) Writer {
-	t := &tableWriter{w: w}
+// NewTable returns a Writer of human tables: a headline (what the log
+// holds more than once, where, from which producers, and the setting that
+// fixes each), one block per finding (a few header lines,
+// then a table of its attempts), the producers, then a summary block.
+// Findings that harm nothing (Harmful false) are one line each. The
+// headline counts every finding, so the findings and producers are held
+// until Summary writes it all: up to maxHeldBytes of text, past which
+// every finding is one line.
+func NewTable(w io.Writer) Writer { return NewTableWith(w, Options{}) }
+
+// NewTableWith is NewTable printing the findings o says: o.Verdicts only,
+// every one in full with o.All, every line at most o.Width columns wide.
+func NewTableWith(w io.Writer, o Options) Writer {
+	return tableOut{newTableWriter(w, o, false)}
+}
+
+// newTableWriter returns a table writer; stream writes each block at once
+// (the live lines writer's producers), else they are held until Summary.
+func newTableWriter(w io.Writer, o Options, stream bool) *tableWriter {
+	t := &tableWriter{w: w, opts: o, stream: stream, maxHeld: maxHeldBytes}
 	t.tables.b = &t.buf
+	t.tables.width = o.Width
 	return t
+}
+
+// tableOut is the table Writer: a tableWriter that also notes, of the
+// producers handed to it, what the headline says of them.
+type tableOut struct{ *tableWriter }
+
+// Producers notes each producer's software and fix for the headline, then
+// writes the "Producers" section.
+func (t tableOut) Producers(ps []profile.Producer) error {
+	t.endFindings()
+	t.noteProducers(ps)
+	return t.tableWriter.Producers(ps)
 }
 
 type tableWriter struct {
 	w      io.Writer
-	n      int // findings written
-	buf    bytes.Buffer
-	tables tables // writing to buf
+	opts   Options
+	stream bool
+	n      int // findings printed, in full or in one line
+	seen   int // findings handed
+	folded int // printed in one line
+	// oneLine: the last finding printed was one line (no blank line
+	// between two such).
+	oneLine bool
+	// overflow counts the findings printed in one line because the text
+	// held reached maxHeldBytes; ended: the findings' closing notes are
+	// written.
+	overflow int
+	maxHeld  int // maxHeldBytes (tests lower it)
+	ended    bool
+	buf      bytes.Buffer
+	held     bytes.Buffer // what Summary writes after the headline
+	tables   tables       // writing to buf
+	counts   tally
+	// producers is what the headline says of each producer profiled.
+	producers map[producerKey]producerNote
 }
 
+// maxHeldBytes bounds the text of findings printed in full that the table
+// writer holds until Summary; past it, findings are one line each.
+const maxHeldBytes = 64 << 20
+
 func (t *tableWriter) Finding(f detect.Finding) error {
-	t.n++
-	t.buf.Reset()
-	b := &t.buf
-	if t.n > 1 {
-		b.WriteByte('\n')
+	t.seen++
+	t.counts.add(&f)
+	if !t.opts.shows(&f) {
+		return nil
 	}
+	t.buf.Reset()
+	full := t.opts.All || Harmful(&f)
+	if full && t.held.Len() >= t.maxHeld {
+		full = false
+		t.overflow++
+	}
+	if t.n > 0 && (full || !t.oneLine) {
+		t.buf.WriteByte('\n')
+	}
+	t.n++
+	t.oneLine = !full
+	if !full {
+		t.folded++
+		oneLineFinding(&t.buf, &f, t.seen)
+		return t.flush("finding " + strconv.Itoa(t.seen))
+	}
+	return t.fullFinding(&f)
+}
+
+// fullFinding writes f's block: its header lines, its attempts and its
+// records.
+func (t *tableWriter) fullFinding(fp *detect.Finding) error {
+	f := *fp
+	b := &t.buf
 	spans := scopeOf(&f) == detect.ScopeClient
 	where := fmt.Sprintf("(connection %d)", f.ConnID)
 	if spans {
@@ -51,7 +124,7 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 		where += "  cluster " + Printable(f.Cluster)
 	}
 	fmt.Fprintf(b, "#%d %s%s  %s/%d  %s -> %s  client.id %s  %s\n",
-		t.n, strings.ToUpper(string(f.Verdict)), kind, Printable(TopicName(&f)), f.Partition,
+		t.seen, strings.ToUpper(string(f.Verdict)), kind, Printable(TopicName(&f)), f.Partition,
 		f.Client, f.Broker, clientIDText(f.ClientID), where)
 	idem := "not idempotent"
 	if f.Idempotent {
@@ -129,28 +202,29 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 			row = append([]string{fmt.Sprintf("%d: %s -> %s", conn, client, broker)}, row...)
 		}
 		if err := tbl.Append(row); err != nil {
-			return fmt.Errorf("report: finding %d: %w", t.n, err)
+			return fmt.Errorf("report: finding %d: %w", t.seen, err)
 		}
 	}
 	if err := tbl.Render(); err != nil {
-		return fmt.Errorf("report: finding %d: %w", t.n, err)
+		return fmt.Errorf("report: finding %d: %w", t.seen, err)
 	}
 	if batches {
 		if err := writeRecordCopies(&t.tables, &f); err != nil {
-			return fmt.Errorf("report: finding %d records: %w", t.n, err)
+			return fmt.Errorf("report: finding %d records: %w", t.seen, err)
 		}
 	} else if len(f.Records) > 0 {
 		if err := writeRecords(&t.tables, &f); err != nil {
-			return fmt.Errorf("report: finding %d records: %w", t.n, err)
+			return fmt.Errorf("report: finding %d records: %w", t.seen, err)
 		}
 	}
-	return t.flush("finding " + strconv.Itoa(t.n))
+	return t.flush("finding " + strconv.Itoa(t.seen))
 }
 
 func (t *tableWriter) Summary(s Summary) error {
+	t.endFindings()
 	t.buf.Reset()
 	b := &t.buf
-	if err := summaryCounts(&t.tables, &s, t.n); err != nil {
+	if err := summaryCounts(&t.tables, &s, t.seen); err != nil {
 		return err
 	}
 
@@ -171,7 +245,7 @@ func (t *tableWriter) Summary(s Summary) error {
 			for i, id := range c.ClientIDs {
 				quoted[i] = Printable(id)
 			}
-			ids := strings.Join(quoted, ", ")
+			ids := foldList(quoted, t.opts.Width, 3)
 			if ids == "" {
 				ids = "-"
 			}
@@ -195,10 +269,12 @@ func (t *tableWriter) Summary(s Summary) error {
 
 	if len(s.ByTopic) > 0 {
 		b.WriteString("\nTopics\n")
-		tbl := t.tables.get(left, right, right, right, right)
-		tbl.Header("TOPIC", "BATCHES", "RECORDS", "FINDINGS", "DUPLICATED")
-		for _, tc := range s.ByTopic {
-			row := []string{Printable(tc.Topic), itoa(tc.Batches), itoa(tc.Records), itoa(tc.Findings), itoa(tc.Duplicated)}
+		tbl := t.tables.get(left, right, right, right, right, right, right)
+		tbl.Header("TOPIC", "BATCHES", "RECORDS", "FINDINGS", "DUPLICATED", "RECORDS DUPLICATED", "EXTRA COPIES")
+		for i, tc := range s.ByTopic {
+			rc := topicRecords(s.ByTopic, i, &t.counts)
+			row := []string{Printable(tc.Topic), itoa(tc.Batches), itoa(tc.Records), itoa(tc.Findings), itoa(tc.Duplicated),
+				itoa(rc.Duplicated), itoa(rc.Extra)}
 			if err := tbl.Append(row); err != nil {
 				return fmt.Errorf("report: summary: %w", err)
 			}
@@ -208,25 +284,20 @@ func (t *tableWriter) Summary(s Summary) error {
 		}
 	}
 
-	summaryErrors(b, &s)
 	if s.Interrupted != "" {
 		fmt.Fprintf(b, "\nInterrupted by %s: the findings are those of the packets read before it.\n", s.Interrupted)
 	}
 	if s.InputLimit > 0 {
 		fmt.Fprintf(b, "\nStopped at --max-input-bytes, %d bytes of capture read: the findings are those of the packets read before.\n", s.InputLimit)
 	}
-	return t.flush("summary")
+	return t.writeAll(&s)
 }
 
 // summaryCounts writes the summary's heading and its table of counts, after
 // n findings, to ts's buffer.
 func summaryCounts(ts *tables, s *Summary, n int) error {
 	b := ts.b
-	if n > 0 {
-		b.WriteByte('\n')
-	} else {
-		b.WriteString("No batch was sent more than once.\n\n")
-	}
+	statusText(b, s, n)
 	b.WriteString("Summary\n")
 
 	verdictCounts := make([]string, len(verdicts))
@@ -237,7 +308,7 @@ func summaryCounts(ts *tables, s *Summary, n int) error {
 	for i, f := range s.Files {
 		names[i] = Printable(f)
 	}
-	files := strings.Join(names, ", ")
+	files := foldList(names, ts.width, 3)
 	if files == "" {
 		files = "-"
 	}
@@ -295,16 +366,6 @@ func packetsText(s *Summary) string {
 	return fmt.Sprintf("%d (%d bytes)", s.Packets, s.Bytes)
 }
 
-// summaryErrors lists the input errors that ended reading early.
-func summaryErrors(b *bytes.Buffer, s *Summary) {
-	if len(s.Errors) > 0 {
-		b.WriteString("\nErrors\n")
-		for _, e := range s.Errors {
-			fmt.Fprintf(b, "  %s\n", Printable(e))
-		}
-	}
-}
-
 func plural(n int64, noun string) string {
 	if n == 1 {
 		return "1 " + noun
@@ -312,9 +373,16 @@ func plural(n int64, noun string) string {
 	return itoa(n) + " " + noun + "s"
 }
 
-// flush writes the block built in buf.
+// flush writes the block built in buf, fitted to the width: at once when
+// streaming, else to the text held until Summary.
 func (t *tableWriter) flush(what string) error {
-	if _, err := t.w.Write(t.buf.Bytes()); err != nil {
+	if !t.stream {
+		fitLines(&t.held, t.buf.Bytes(), t.opts.Width)
+		return nil
+	}
+	var out bytes.Buffer
+	fitLines(&out, t.buf.Bytes(), t.opts.Width)
+	if _, err := t.w.Write(out.Bytes()); err != nil {
 		return fmt.Errorf("report: writing %s: %w", what, err)
 	}
 	return nil
@@ -398,4 +466,316 @@ func findingsText(s *Summary, verdictCounts []string) string {
 		t += fmt.Sprintf("; %d of them record-level", s.RecordFindings)
 	}
 	return t
+}
+
+// foldList joins items with ", "; with a width (a terminal), a list of
+// more than n+1 shows the first n and says how many more: "a, b, c and 4
+// more".
+func foldList(items []string, width, n int) string {
+	if width == 0 || len(items) <= n+1 {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
+}
+
+// oneLineFinding writes f in one line: what a harmless finding needs to
+// be found again (--all, or --format json, shows it in full).
+func oneLineFinding(b *bytes.Buffer, f *detect.Finding, num int) {
+	kind := ""
+	if k := kindOf(f); k != detect.KindBatch {
+		kind = " " + strings.ToUpper(string(k))
+	}
+	what := plural(int64(f.NumRecords), "record")
+	if kindOf(f) == detect.KindBatch {
+		what += ", crc " + formatCRC(f.BatchCRC)
+	}
+	attempts := plural(int64(len(f.Attempts)+f.AttemptsOmitted), "attempt")
+	if n := len(f.Attempts); n > 1 {
+		a := &f.Attempts[n-1]
+		attempts += " (" + strings.TrimSpace(string(a.Cause)+" "+a.CauseError) + ")"
+	}
+	where := "appended at " + offsetsText(f.AppendedOffsets)
+	if len(f.AppendedOffsets) == 0 {
+		where = "no known offset"
+	}
+	fmt.Fprintf(b, "#%d %s%s  %s/%d  %s -> %s  client.id %s  %s, %s, %s\n",
+		num, strings.ToUpper(string(f.Verdict)), kind, Printable(TopicName(f)), f.Partition,
+		f.Client, f.Broker, clientIDText(f.ClientID), what, Printable(attempts), where)
+}
+
+// endFindings writes, once, after the findings, what the table left out:
+// the findings printed in one line, and those --verdict did not print.
+func (t *tableWriter) endFindings() {
+	if t.ended || t.seen == 0 {
+		t.ended = true
+		return
+	}
+	t.ended = true
+	t.buf.Reset()
+	b := &t.buf
+	printed := t.n
+	note := func(format string, args ...any) {
+		if t.n > 0 {
+			b.WriteByte('\n')
+		}
+		t.n++
+		fmt.Fprintf(b, format, args...)
+	}
+	if harmless := t.folded - t.overflow; harmless > 0 {
+		note("(%s one line%s: deduplicated, single, rejected, or unconfirmed re-sends of idempotent producers, which the broker deduplicates. --all shows them in full.)\n",
+			counted(int64(harmless), "harmless finding is in", "harmless findings are"), map[bool]string{true: "", false: " each"}[harmless == 1])
+	}
+	if t.overflow > 0 {
+		note("(%s in one line past the first %d MiB of findings' text; --format json prints them in full.)\n",
+			plural(int64(t.overflow), "more finding"), t.maxHeld>>20)
+	}
+	if len(t.opts.Verdicts) > 0 {
+		names := make([]string, len(t.opts.Verdicts))
+		for i, v := range t.opts.Verdicts {
+			names[i] = string(v)
+		}
+		note("(--verdict %s: %d of %s printed; the headline and the summary count all.)\n",
+			strings.Join(names, ","), printed, plural(int64(t.seen), "finding"))
+	}
+	fitLines(&t.held, b.Bytes(), t.opts.Width)
+}
+
+// producerNote is what the headline says of a producer profiled.
+type producerNote struct {
+	software string // its software, or a guess of it ("likely kafkajs")
+	fix      string // profile.Fix
+}
+
+// noteProducers keeps what the headline says of each producer of ps.
+func (t *tableWriter) noteProducers(ps []profile.Producer) {
+	if t.producers == nil {
+		t.producers = make(map[producerKey]producerNote, len(ps))
+	}
+	for i := range ps {
+		p := &ps[i]
+		k := producerKey{ip: p.ClientIP, pid: p.ProducerID, nullID: p.ClientID == nil}
+		if p.ClientID != nil {
+			k.clientID = *p.ClientID
+		}
+		sw := profile.SoftwareText(p)
+		if sw == "" && p.SoftwareGuess != "" {
+			sw = "likely " + p.SoftwareGuess
+		}
+		t.producers[k] = producerNote{software: sw, fix: profile.Fix(p)}
+	}
+}
+
+// Bounds on the headline's lists.
+const (
+	headlineTopics    = 5
+	headlineProducers = 8
+)
+
+// headline writes the answer first: how many records the findings show
+// the log holds more than once, and how many more may be, in which topics,
+// from which producers, and the setting that fixes each; or, when none,
+// that none is. Nothing when no finding was handed (the summary's status
+// says why).
+func (t *tableWriter) headline(b *bytes.Buffer, s *Summary) {
+	if t.seen == 0 {
+		return
+	}
+	c := t.counts.total
+	unconfirmed := "the capture does not show how many copies the log holds"
+	switch {
+	case c.Duplicated > 0:
+		fmt.Fprintf(b, "The log holds %s %s (%s), from %s.\n", plural(c.Duplicated, "record"), timesText(c),
+			counted(c.Extra, "extra copy", "extra copies"), counted(c.DupFindings, "re-sent batch", "re-sent batches"))
+		if c.Possibly > 0 {
+			fmt.Fprintf(b, "Up to %s may be too: %s unconfirmed (%s).\n", counted(c.Possibly, "more record", "more records"),
+				counted(c.PossibleFindings, "re-sent batch", "re-sent batches"), unconfirmed)
+		}
+	case c.Possibly > 0:
+		fmt.Fprintf(b, "No record is known to be in the log twice, but up to %s may be: %s unconfirmed (%s).\n",
+			plural(c.Possibly, "record"), counted(c.PossibleFindings, "re-sent batch", "re-sent batches"), unconfirmed)
+	default:
+		var parts []string
+		for _, v := range verdicts {
+			if n := s.ByVerdict[string(v)]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", v, n))
+			}
+		}
+		which := "the batch sent more than once is"
+		if t.seen > 1 {
+			which = "each of the " + itoa(t.seen) + " batches sent more than once is"
+		}
+		fmt.Fprintf(b, "No record is in the log twice: %s held once or not at all (%s).\n", which, strings.Join(parts, ", "))
+		if s.ByVerdict[string(detect.Unconfirmed)] > 0 {
+			b.WriteString("The unconfirmed are re-sends of idempotent producers, which the broker deduplicates.\n")
+		}
+	}
+	if s.InputFailed() || s.Interrupted != "" || s.InputLimit > 0 {
+		b.WriteString("Reading stopped early: these are the findings of what was read (see the summary).\n")
+	}
+	if c.Duplicated+c.Possibly == 0 {
+		return
+	}
+	t.headlineTopics(b)
+	t.headlineProducers(b)
+}
+
+// headlineTopics writes the topics of the records duplicated or possibly
+// so, most first.
+func (t *tableWriter) headlineTopics(b *bytes.Buffer) {
+	type topic struct {
+		name string
+		c    recordCount
+	}
+	var ts []topic
+	for name, c := range t.counts.byTopic {
+		if c.Duplicated+c.Possibly > 0 {
+			ts = append(ts, topic{name, *c})
+		}
+	}
+	slices.SortFunc(ts, func(a, b topic) int {
+		if d := (b.c.Duplicated + b.c.Possibly) - (a.c.Duplicated + a.c.Possibly); d != 0 {
+			return cmpSign(d)
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	var parts []string
+	for i, tp := range ts {
+		if i == headlineTopics && len(ts) > headlineTopics+1 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ts)-i))
+			break
+		}
+		parts = append(parts, Printable(tp.name)+" ("+recordsText(&tp.c)+")")
+	}
+	label := "topic:    "
+	if len(ts) > 1 {
+		label = "topics:   "
+	}
+	fmt.Fprintf(b, "  %s%s\n", label, strings.Join(parts, ", "))
+}
+
+// headlineProducers writes, per producer of the records duplicated or
+// possibly so, most first, who it is and the setting that fixes it.
+func (t *tableWriter) headlineProducers(b *bytes.Buffer) {
+	var ps []*producerCount
+	for _, p := range t.counts.byProducer {
+		if p.Duplicated+p.Possibly > 0 {
+			ps = append(ps, p)
+		}
+	}
+	slices.SortFunc(ps, func(a, b *producerCount) int {
+		if d := (b.Duplicated + b.Possibly) - (a.Duplicated + a.Possibly); d != 0 {
+			return cmpSign(d)
+		}
+		return a.order - b.order
+	})
+	for i, p := range ps {
+		if i == headlineProducers && len(ps) > headlineProducers+1 {
+			fmt.Fprintf(b, "  and %d more producers (see Producers)\n", len(ps)-i)
+			break
+		}
+		label := "producer: "
+		if p.key == otherProducers {
+			fmt.Fprintf(b, "  %sthe producers past the first %d (%s)\n", label, maxCountedProducers, recordsText(&p.recordCount))
+			continue
+		}
+		note, ok := t.producers[p.key]
+		if !ok {
+			note.fix = profile.Fix(&profile.Producer{ProducerID: p.key.pid, Idempotent: p.idempotent, Renumbered: p.renumbered})
+		}
+		who := p.key.ip.String() + " client.id " + clientIDText(keyClientID(p.key))
+		about := []string{who}
+		if note.software != "" {
+			about = append(about, Printable(note.software))
+		}
+		if p.idempotent {
+			about = append(about, fmt.Sprintf("idempotent producer id %d", p.key.pid))
+		} else {
+			about = append(about, "not idempotent")
+		}
+		fmt.Fprintf(b, "  %s%s: %s\n", label, strings.Join(about, ", "), recordsText(&p.recordCount))
+		fix := note.fix
+		switch {
+		case p.appTwice > 0 && p.appTwice == p.Duplicated && p.Possibly == 0:
+			fix = "none in the client: the application produced these records twice, each time answered with success"
+		case fix == "":
+			fix = "no client setting: an idempotent producer's re-send that the broker did not deduplicate (see its findings)"
+		}
+		fmt.Fprintf(b, "            fix: %s\n", Printable(fix))
+	}
+}
+
+func keyClientID(k producerKey) *string {
+	if k.nullID {
+		return nil
+	}
+	return &k.clientID
+}
+
+// recordsText is "2 records twice", "3 records more than once, up to 4
+// more", "up to 4 records".
+func recordsText(c *recordCount) string {
+	var parts []string
+	if c.Duplicated > 0 {
+		parts = append(parts, plural(c.Duplicated, "record")+" "+timesText(*c))
+	}
+	switch {
+	case c.Possibly > 0 && c.Duplicated > 0:
+		parts = append(parts, fmt.Sprintf("up to %d more", c.Possibly))
+	case c.Possibly > 0:
+		parts = append(parts, "up to "+plural(c.Possibly, "record"))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// timesText is "twice", or "more than once" when some record has more than
+// two copies.
+func timesText(c recordCount) string {
+	if c.Extra > c.Duplicated {
+		return "more than once"
+	}
+	return "twice"
+}
+
+// counted is "1 one" or "n many".
+func counted(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return itoa(n) + " " + many
+}
+
+func cmpSign(d int64) int {
+	switch {
+	case d < 0:
+		return -1
+	case d > 0:
+		return 1
+	}
+	return 0
+}
+
+// writeAll writes the headline, the findings and producers held, and the
+// summary built in buf.
+func (t *tableWriter) writeAll(s *Summary) error {
+	var head bytes.Buffer
+	t.headline(&head, s)
+	var out bytes.Buffer
+	fitLines(&out, head.Bytes(), t.opts.Width)
+	if out.Len() > 0 && t.held.Len() > 0 {
+		out.WriteByte('\n')
+	}
+	_, err := t.w.Write(out.Bytes())
+	if err == nil {
+		_, err = t.w.Write(t.held.Bytes())
+	}
+	if err == nil {
+		out.Reset()
+		fitLines(&out, t.buf.Bytes(), t.opts.Width)
+		_, err = t.w.Write(out.Bytes())
+	}
+	t.held.Reset()
+	if err != nil {
+		return fmt.Errorf("report: writing summary: %w", err)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,35 +27,45 @@ type analyzeConfig struct {
 	files           []string
 	quiet           bool
 	writeDups       string // --write-dups FILE: pipeline.Analysis.WriteEvidence
+	force           bool   // --force: --write-dups may overwrite an existing FILE
 	clockSkew       clockSkewFlag
 	skew            []time.Duration // per file, from clockSkew
 	maxInput        int64           // --max-input-bytes: pipeline.Inputs.MaxBytes
 	budgetRatio     float64         // --decompress-budget: times the inputs' size
+
+	// verdicts (--verdict) are the verdicts of the findings printed, all
+	// when empty; all (--all) prints every finding of the table in full.
+	verdicts []detect.Verdict
+	all      bool
 }
 
-func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) {
+// parseAnalyzeFlags reads analyze's arguments into a config. Its errors
+// are one line that ends with where the help is; --help writes the help to
+// stdout and returns flag.ErrHelp.
+func parseAnalyzeFlags(args []string, stdout io.Writer) (*analyzeConfig, error) {
 	cfg := &analyzeConfig{}
-	fs := flag.NewFlagSet("kdupcap analyze", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: kdupcap analyze [flags] FILE [FILE ...]\n\n"+
-			"Reads pcap or pcapng captures (gzip or zstd compressed too; - is standard input),\n"+
-			"finds ProduceRequests whose record batch was sent more than once, and says whether\n"+
-			"the broker's log got it twice.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
+	fs, sf := analyzeFlags(cfg)
+	cfg, err := cfg.read(fs, sf, args, stdout)
+	return cfg, seeHelp(fs, err)
+}
+
+// analyzeFlags defines analyze's flags into cfg on a new FlagSet: the one
+// set that parses them, and that the help, the completions and the man
+// page are written from.
+func analyzeFlags(cfg *analyzeConfig) (*flag.FlagSet, *stageFlags) {
+	fs := newFlagSet("kdupcap analyze")
 	o := &cfg.opts
-	fs.StringVar(&cfg.format, "format", "table", "output format: table or json (JSON Lines)")
-	sf := addStageFlags(fs, o, stageUsage{port: "comma-separated broker ports taken as Kafka",
+	choiceVar(fs, &cfg.format, "format", "table", []string{"table", "json", "lines"}, "output format: table, json (JSON Lines) or lines (one line per finding, as live prints)")
+	sf := addStageFlags(fs, o, stageUsage{port: "comma-separated broker `PORTS` taken as Kafka",
 		window: "how long (capture time) a batch is remembered after its last attempt",
 		idle:   "capture time after which an idle TCP connection is closed and buffered segments are given up"})
 	fs.BoolVar(&o.Sniff, "sniff", true, "also take connections on other ports whose bytes parse as Kafka requests")
-	fs.BoolVar(&cfg.failOnDuplicate, "fail-on-duplicate", false, "exit 3 when any finding is duplicated or unconfirmed")
+	fs.BoolVar(&cfg.failOnDuplicate, "fail-on-duplicate", false, failOnDuplicateUsage)
 	fs.Func("reorder-window", "capture `TIME` a hole in a TCP stream that the peer acknowledged is held open for its segment to come late, reordered (default "+capture.DefaultReorderWindow.String()+"; 0: given up at once)", func(s string) error {
 		d, err := time.ParseDuration(s)
 		switch {
 		case err != nil:
-			return err
+			return errors.New("want a duration such as 10ms, or 0")
 		case d < 0:
 			return errors.New("must not be negative")
 		case d == 0:
@@ -64,20 +75,32 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 		return nil
 	})
 	fs.StringVar(&cfg.writeDups, "write-dups", "", writeDupsUsage)
+	fs.BoolVar(&cfg.force, "force", false, "let --write-dups overwrite an existing FILE (never an input file)")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress bar (there is one on stderr only when stderr is a terminal)")
-	fs.IntVar(&o.Workers, "workers", 0, workersUsage)
+	intVar(fs, &o.Workers, "workers", 0, 0, pipeline.MaxWorkers, workersUsage)
 	fs.Func("max-input-bytes", "stop reading after `SIZE` bytes of capture (decompressed; e.g. 20GB, 512MiB), deciding and reporting what was read; 0: no bound", func(s string) error {
 		n, err := parseSize(s)
 		cfg.maxInput = n
 		return err
 	})
-	fs.Float64Var(&cfg.budgetRatio, "decompress-budget", defaultBudgetRatio, "decompress for records and record matching at most `N` times the capture files' size (at least 1GiB; 4GiB from standard input); the batches after are left compressed, counted")
+	positiveFloatVar(fs, &cfg.budgetRatio, "decompress-budget", defaultBudgetRatio, "decompress for records and record matching at most `N` times the capture files' size (at least 1GiB; 4GiB from standard input); the batches after are left compressed, counted")
+	listFunc(fs, "verdict", verdictWords(), "print only the findings of these verdicts, a comma-separated `LIST` of duplicated, deduplicated, single, unconfirmed, rejected (the headline and the summary count all)", func(s string) error {
+		v, err := report.ParseVerdicts(s)
+		cfg.verdicts = v
+		return err
+	})
+	fs.BoolVar(&cfg.all, "all", false, "print every finding of the table in full; without it a harmless one (deduplicated, single, rejected, unconfirmed of an idempotent producer) is one line")
 	fs.Var(&cfg.clockSkew, "clock-skew", "`FILE=DURATION` added to every timestamp of one capture file (e.g. broker2.pcap=-1.5s), repeated per file; FILE may be a 1-based position")
+	return fs, sf
+}
+
+// read parses args with fs and sf, analyzeFlags' of cfg, and checks them.
+func (cfg *analyzeConfig) read(fs *flag.FlagSet, sf *stageFlags, args []string, stdout io.Writer) (*analyzeConfig, error) {
 	// Flags may come before, between or after the files, as people type
 	// them; "--" ends the flags, so a file named like one can be given.
 	for rest := args; len(rest) > 0; {
 		if err := fs.Parse(rest); err != nil {
-			return nil, err
+			return nil, parseFailed(fs, err, stdout)
 		}
 		left := fs.Args()
 		if n := len(rest) - len(left); n > 0 && rest[n-1] == "--" {
@@ -90,19 +113,10 @@ func parseAnalyzeFlags(args []string, stderr io.Writer) (*analyzeConfig, error) 
 		cfg.files = append(cfg.files, left[0])
 		rest = left[1:]
 	}
-	switch cfg.format {
-	case "table", "json":
-	default:
-		return nil, fmt.Errorf("--format %q: want table or json", cfg.format)
-	}
 	if err := sf.check(); err != nil {
 		return nil, err
 	}
-	if cfg.budgetRatio <= 0 {
-		return nil, fmt.Errorf("--decompress-budget %v: want a positive ratio", cfg.budgetRatio)
-	}
 	if len(cfg.files) == 0 {
-		fs.Usage()
 		return nil, errors.New("no capture file given")
 	}
 	if i := slices.Index(cfg.files, "-"); i >= 0 && slices.Contains(cfg.files[i+1:], "-") {
@@ -141,7 +155,7 @@ func parsePorts(s string) ([]uint16, error) {
 // runAnalyze is `kdupcap analyze`; ctx done (a signal) stops the reading,
 // and what was read is decided and printed, marked as interrupted.
 func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cfg, err := parseAnalyzeFlags(args, stderr)
+	cfg, err := parseAnalyzeFlags(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
@@ -150,11 +164,27 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return exitUsage
 	}
 
+	var dups *pipeline.EvidenceFile
+	if cfg.writeDups != "" {
+		// Before any input is read: a path that cannot be written fails
+		// now, not after the reading.
+		if dups, err = pipeline.CreateEvidenceFile(cfg.writeDups, cfg.files, cfg.force); err != nil {
+			fmt.Fprintf(stderr, "kdupcap analyze: --write-dups: %v\n", err)
+			return exitUsage
+		}
+		defer dups.Discard()
+	}
+
 	var out report.Writer
-	if cfg.format == "json" {
-		out = report.NewJSON(stdout)
-	} else {
-		out = report.NewTable(stdout)
+	ropts := report.Options{Verdicts: cfg.verdicts, All: cfg.all}
+	switch cfg.format {
+	case "json":
+		out = report.NewJSONWith(stdout, ropts)
+	case "lines":
+		out = report.NewLines(stdout)
+	default:
+		ropts.Width = report.OutputWidth(stdout, os.Getenv("COLUMNS"))
+		out = report.NewTableWith(stdout, ropts)
 	}
 
 	in := pipeline.Inputs{Files: cfg.files, Skew: cfg.skew, Stdin: stdin, Stop: ctx.Done(), MaxBytes: cfg.maxInput}
@@ -184,6 +214,7 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return exitFailure
 	}
 	sum := an.Summary(inputErrs)
+	sum.FailedInputs = failedInputs(readErrs)
 	sig := stoppedBy(ctx)
 	if an.Stopped() && sig != nil {
 		sum.Interrupted = signalName(sig)
@@ -195,8 +226,8 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	for _, e := range an.Errors() {
 		fmt.Fprintf(stderr, "kdupcap: warning: %s\n", e)
 	}
-	if cfg.writeDups != "" {
-		n, err := an.WriteEvidenceFile(cfg.writeDups, findings)
+	if dups != nil {
+		n, err := an.WriteEvidenceFile(dups, findings)
 		if err != nil {
 			fmt.Fprintf(stderr, "kdupcap: --write-dups: %v\n", err)
 			return exitFailure
@@ -210,10 +241,91 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return signalExit(sig)
 	case len(inputErrs) > 0:
 		return exitUsage
-	case cfg.failOnDuplicate && (sum.ByVerdict[string(detect.Duplicated)] > 0 || sum.ByVerdict[string(detect.Unconfirmed)] > 0):
-		return exitDuplicate
+	case cfg.failOnDuplicate:
+		return failOnDuplicate(findings, &sum, stderr)
 	}
 	return exitOK
+}
+
+// failOnDuplicate is the exit code of --fail-on-duplicate after a run that
+// read all its input: exitDuplicate when a finding may have put records in
+// the log twice (report.Harmful: duplicated, or unconfirmed where the
+// broker does not deduplicate), exitNothing when the capture held no
+// produce request, each said on stderr in one line; else exitOK.
+func failOnDuplicate(findings []detect.Finding, sum *report.Summary, stderr io.Writer) int {
+	var dup, notIdempotent, changed, other int
+	for i := range findings {
+		f := &findings[i]
+		switch {
+		case !report.Harmful(f):
+		case f.Verdict == detect.Duplicated:
+			dup++
+		case !f.Idempotent:
+			notIdempotent++
+		case f.ProducerChange != "":
+			changed++
+		default:
+			other++
+		}
+	}
+	if why := harmText(dup, notIdempotent, changed, other); why != "" {
+		fmt.Fprintf(stderr, "kdupcap: %s (--fail-on-duplicate)\n", why)
+		return exitDuplicate
+	}
+	if n, ok := sum.NothingToJudge(); ok {
+		fmt.Fprintf(stderr, "kdupcap: nothing to judge: %s (--fail-on-duplicate)\n", n.Text)
+		return exitNothing
+	}
+	return exitOK
+}
+
+// harmText says, in a few words, the findings --fail-on-duplicate fails
+// on; "" when there is none.
+func harmText(dup, notIdempotent, changed, other int) string {
+	var parts []string
+	if dup > 0 {
+		parts = append(parts, findingCount(dup, "duplicated finding"))
+	}
+	if notIdempotent > 0 {
+		parts = append(parts, findingCount(notIdempotent, "unconfirmed finding")+" of producers that are not idempotent")
+	}
+	if changed > 0 {
+		parts = append(parts, findingCount(changed, "unconfirmed finding")+" re-sent under another producer epoch or ID")
+	}
+	if other > 0 {
+		parts = append(parts, findingCount(other, "unconfirmed finding")+" the broker does not deduplicate")
+	}
+	switch len(parts) {
+	case 0:
+		return ""
+	case 1:
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+func findingCount(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// failedInputs says how far the results go in each file an input error
+// ended early.
+func failedInputs(errs []error) []report.FailedInput {
+	var out []report.FailedInput
+	for _, err := range errs {
+		var ie *capture.InputError
+		if !errors.As(err, &ie) {
+			continue
+		}
+		out = append(out, report.FailedInput{File: ie.File, ResultsUpTo: ie.Offset,
+			// An InputError says, and only says, in its text whether
+			// Offset counts decompressed bytes.
+			Decompressed: strings.Contains(ie.Error(), "decompressed byte")})
+	}
+	return out
 }
 
 // defaultBudgetRatio is --decompress-budget's default: far beyond what
@@ -238,4 +350,7 @@ func decompressBudget(ratio float64, size int64) int64 {
 const progressInterval = 100 * time.Millisecond
 
 // writeDupsUsage is the help text of --write-dups.
-const writeDupsUsage = "write every packet of every finding's attempts and responses (and the fetches and transaction requests it relies on) to `FILE`, a pcap that analyze reads back into the same findings"
+const writeDupsUsage = "write every packet of every finding's attempts and responses (and the fetches and transaction requests it relies on) to `FILE`, a pcap that analyze reads back into the same findings; FILE is checked before reading, never an input file, and an existing FILE only with --force"
+
+// failOnDuplicateUsage is the help text of --fail-on-duplicate.
+const failOnDuplicateUsage = "exit 3 when a finding may have put records in the log twice: duplicated, or unconfirmed of a producer that is not idempotent (or re-sent under another epoch); exit 4 when the capture held no produce request (nothing to judge)"

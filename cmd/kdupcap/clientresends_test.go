@@ -60,6 +60,7 @@ func TestRdkafka211Resends(t *testing.T) {
 			a := analyzeRecordLevel(t, pcap, false)
 			checkSameForWorkers(t, "--records", "100", pcap)
 			checkRecordFindings(t, res, a, false, false)
+			checkLogCounts(t, res.Log, a.Stdout)
 			for _, f := range a.Findings {
 				if f.Verdict == "single" {
 					t.Errorf("batch finding %s at %v is single: the re-sent records are one record_resend", f.BatchCRC, f.AppendedOffsets)
@@ -138,6 +139,7 @@ func TestConnectionEnds(t *testing.T) {
 			}
 			a := cliAnalyzeOK(t, pcap)
 			checkSameForWorkers(t, pcap)
+			checkLogCounts(t, res.Log, a.Stdout)
 			t.Logf("%d findings, log of %s: %s", len(a.Findings), s.Topic, describeLog(res.Log))
 			if len(a.Findings) != 1 {
 				t.Fatalf("%d findings, want the one re-sent batch: %+v", len(a.Findings), a.Findings)
@@ -227,6 +229,7 @@ func TestLeaderMoves(t *testing.T) {
 			a := analyzeRecordLevel(t, pcap, false)
 			checkSameForWorkers(t, "--records", "100", pcap)
 			checkCoverage(t, res, a)
+			checkLogCounts(t, res.Log, a.Stdout)
 		})
 	}
 }
@@ -412,6 +415,7 @@ func TestNewProducerID(t *testing.T) {
 	a := analyzeRecordLevel(t, pcap, false)
 	checkSameForWorkers(t, "--records", "100", pcap)
 	checkCoverage(t, res, a)
+	checkLogCounts(t, res.Log, a.Stdout)
 	if len(a.RecordFindings) != 1 {
 		t.Fatalf("%d record findings, want 1", len(a.RecordFindings))
 	}

@@ -40,7 +40,9 @@
 // 0: the run ended (findings or not). 2: bad usage, an interface that cannot
 // be opened, or an input that could not be read wholly; the message names the
 // file and the byte position, and everything read before the fault is still
-// reported. 3: analyze --fail-on-duplicate and a finding is duplicated or
+// reported; a usage error is one line naming the command and the flag
+// ("kdupcap analyze: unknown flag --bogus; see kdupcap analyze --help"),
+// and the help (-h, --help, help) goes to standard output with exit 0. 3: analyze --fail-on-duplicate and a finding is duplicated or
 // unconfirmed. 130 or 143: analyze stopped by SIGINT or SIGTERM, after
 // printing what it had read. 1: the output, a sink included, could not be
 // written. The
@@ -50,7 +52,20 @@
 // # Files
 //
 //   - main.go: main, handing the process's arguments and streams to run.
-//   - run.go: run, the subcommands, the usage text and the exit codes.
+//   - run.go: run, the table of commands, help, the exit codes.
+//   - help.go: the command type; the help of kdupcap and of each command,
+//     written from the FlagSets that parse, so the help lists what parses.
+//   - wrap.go: text wrapped to the terminal's width (else COLUMNS, else
+//     80).
+//   - flagerrors.go: FlagSets that print nothing; the flag package's errors
+//     rewritten to one line naming the command and the flag.
+//   - flagvalues.go: flag values checked as they are set: numbers in range,
+//     fixed words and lists of them (which the completions offer).
+//   - version.go: kdupcap version: -ldflags main.version, else the build
+//     information (module version, VCS commit and time, Go).
+//   - completion.go: kdupcap completion; completion_bash.go,
+//     completion_zsh.go and completion_fish.go: each shell's script.
+//   - manpage.go: kdupcap man (hidden): kdupcap(1) in roff, for make man.
 //   - flags.go: the flags analyze and live share; the memory limit and GOGC.
 //   - signals.go: SIGINT and SIGTERM: a context they end, the exit codes.
 //   - analyze.go: kdupcap analyze: its flags, the run, --write-dups.

@@ -1,12 +1,13 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/kdupcap/kdupcap/capture"
 	"github.com/kdupcap/kdupcap/decode"
@@ -27,6 +28,15 @@ func parseScope(s string) (detect.Scope, error) {
 		return detect.ScopeBoth, nil
 	}
 	return "", fmt.Errorf("--scope %q: want connection, client or both", s)
+}
+
+// verdictWords are the verdicts, as --verdict takes them.
+func verdictWords() []string {
+	var words []string
+	for _, v := range detect.Verdicts() {
+		words = append(words, string(v))
+	}
+	return words
 }
 
 // recordsUsage is the help text of --records.
@@ -104,16 +114,17 @@ type stageFlags struct {
 func addStageFlags(fs *flag.FlagSet, o *pipeline.Options, u stageUsage) *stageFlags {
 	sf := &stageFlags{o: o}
 	sf.ports = fs.String("port", "9092", u.port)
-	fs.DurationVar(&o.Window, "window", detect.DefaultWindow, u.window)
-	fs.IntVar(&o.MaxBatches, "max-batches", detect.DefaultMaxBatches, maxBatchesUsage)
-	fs.DurationVar(&o.IdleTimeout, "idle-timeout", capture.DefaultIdleTimeout, u.idle)
-	sf.scope = fs.String("scope", "both", scopeUsage)
-	fs.IntVar(&o.Records, "records", 0, recordsUsage+u.recordsMore)
+	durationVar(fs, &o.Window, "window", detect.DefaultWindow, time.Nanosecond, u.window)
+	intVar(fs, &o.MaxBatches, "max-batches", detect.DefaultMaxBatches, 1, math.MaxInt, maxBatchesUsage)
+	durationVar(fs, &o.IdleTimeout, "idle-timeout", capture.DefaultIdleTimeout, time.Nanosecond, u.idle)
+	sf.scope = new(string)
+	choiceVar(fs, sf.scope, "scope", "both", []string{"connection", "client", "both"}, scopeUsage)
+	intVar(fs, &o.Records, "records", 0, 0, pipeline.MaxRecords, recordsUsage+u.recordsMore)
 	fs.BoolVar(&o.RecordMatch, "record-match", true, recordMatchUsage)
 	fs.BoolVar(&o.AppDuplicates, "app-duplicates", false, appDuplicatesUsage)
 	fs.Var((*filesFlag)(&o.TLSKeyLogs), "tls-keylog", tlsKeyLogUsage+u.keylogMore)
 	fs.Var((*clusterFlag)(&o.Clusters), "cluster", clusterUsage)
-	fs.IntVar(&o.MaxConnections, "max-connections", capture.DefaultMaxConnections, "the most TCP connections held at once (some 2 KB each); beyond it the quarter least recently active are closed early, counted, their unanswered requests ending as evicted")
+	intVar(fs, &o.MaxConnections, "max-connections", capture.DefaultMaxConnections, 1, math.MaxInt, "the most TCP connections held at once (some 2 KB each); beyond it the quarter least recently active are closed early, counted, their unanswered requests ending as evicted")
 	fs.Func("max-frame-bytes", maxFrameUsage, func(s string) error {
 		n, err := parseSize(s)
 		if err != nil || n < 1 || n > decode.DefaultMaxFrameBytes {
@@ -130,9 +141,6 @@ func (sf *stageFlags) check() error {
 	var err error
 	if sf.o.Ports, err = parsePorts(*sf.ports); err != nil {
 		return err
-	}
-	if sf.o.Window <= 0 || sf.o.IdleTimeout <= 0 {
-		return errors.New("--window and --idle-timeout must be positive")
 	}
 	if sf.o.Scope, err = parseScope(*sf.scope); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -42,62 +43,64 @@ type liveConfig struct {
 	ringMB      int
 }
 
-func parseLiveFlags(args []string, stderr io.Writer, stderrIsTerminal bool) (*liveConfig, error) {
+// parseLiveFlags reads live's arguments into a config. Its errors are one
+// line that ends with where the help is; --help writes the help to stdout
+// and returns flag.ErrHelp.
+func parseLiveFlags(args []string, stdout io.Writer, stderrIsTerminal bool) (*liveConfig, error) {
 	cfg := &liveConfig{}
-	fs := flag.NewFlagSet("kdupcap live", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: kdupcap live -i INTERFACE [flags]\n\n"+
-			"Sniffs Kafka traffic on a live interface (Linux AF_PACKET; needs root or\n"+
-			"CAP_NET_RAW) and reports re-sent produce batches as soon as they are decided.\n"+
-			"SIGINT or SIGTERM flushes what is pending, prints a profile per producer\n"+
-			"(settings, latency per broker, re-sends, diagnosis) and the summary, and exits 0.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	fs.StringVar(&cfg.iface, "i", "", "interface to capture on, or \"any\" for all of them (required)")
-	fs.StringVar(&cfg.format, "format", "lines", "output format: lines (one line per finding) or json (JSON Lines, as analyze)")
-	fs.StringVar(&cfg.metricsAddr, "metrics", "", "serve Prometheus metrics on ADDR (e.g. :9464) at /metrics")
-	fs.StringVar(&cfg.emit, "emit", "", "also publish every finding as a JSON record to kafka://HOST:PORT[,HOST:PORT]/TOPIC")
+	fs, sf := liveFlags(cfg, stderrIsTerminal)
+	cfg, err := cfg.read(fs, sf, args, stdout)
+	return cfg, seeHelp(fs, err)
+}
+
+// liveFlags defines live's flags into cfg on a new FlagSet: the one set
+// that parses them, and that the help, the completions and the man page
+// are written from. --stats-every's default is 10s when stderr is a
+// terminal.
+func liveFlags(cfg *liveConfig, stderrIsTerminal bool) (*flag.FlagSet, *stageFlags) {
+	fs := newFlagSet("kdupcap live")
+	fs.StringVar(&cfg.iface, "i", "", "`INTERFACE` to capture on, or \"any\" for all of them (required)")
+	choiceVar(fs, &cfg.format, "format", "lines", []string{"lines", "json"}, "output format: lines (one line per finding) or json (JSON Lines, as analyze)")
+	fs.StringVar(&cfg.metricsAddr, "metrics", "", "serve Prometheus metrics on `ADDR` (e.g. :9464) at /metrics")
+	fs.StringVar(&cfg.emit, "emit", "", "also publish every finding as a JSON record to `kafka://HOST:PORT[,HOST:PORT]/TOPIC`")
 	o := &cfg.opts
-	sf := addStageFlags(fs, &o.Options, stageUsage{port: "comma-separated broker ports to capture (the kernel filter keeps only these)",
+	sf := addStageFlags(fs, &o.Options, stageUsage{port: "comma-separated broker `PORTS` to capture (the kernel filter keeps only these)",
 		window: "how long a batch is remembered after its last attempt", idle: "time after which an idle TCP connection is closed",
 		recordsMore: " (shown by --format json)", keylogMore: "; followed as it grows"})
-	fs.StringVar(&o.EvidenceDir, "evidence", "", "write the packets of every finding's attempts and responses to a pcap in DIR")
-	fs.StringVar(&cfg.user, "user", "", "drop root privileges to this user once the capture socket is open (as tcpdump -Z)")
-	fs.DurationVar(&o.Duration, "duration", 0, "stop after this long (0: run until SIGINT or SIGTERM)")
-	fs.IntVar(&o.Count, "count", 0, "stop after this many findings (0: no limit)")
+	fs.StringVar(&o.EvidenceDir, "evidence", "", "write the packets of every finding's attempts and responses to a pcap in `DIR`")
+	fs.StringVar(&cfg.user, "user", "", "drop root privileges to `USER` once the capture socket is open (as tcpdump -Z)")
+	durationVar(fs, &o.Duration, "duration", 0, 0, "stop after this long (0: run until SIGINT or SIGTERM)")
+	intVar(fs, &o.Count, "count", 0, 0, math.MaxInt, "stop after this many findings (0: no limit)")
 	defaultStats := time.Duration(0)
 	if stderrIsTerminal {
 		defaultStats = 10 * time.Second
 	}
-	fs.DurationVar(&cfg.statsEvery, "stats-every", defaultStats, "print a status line on stderr this often (0: never; default 10s on a terminal)")
-	fs.IntVar(&cfg.snapLen, "snaplen", live.DefaultSnapLen, "bytes kept of each packet")
-	fs.IntVar(&cfg.ringMB, "ring-mb", live.DefaultRingBytes>>20, "size of the kernel ring in MiB")
-	fs.DurationVar(&o.Settle, "settle", detect.DefaultSettle, "how long to wait for a retry after an attempt answered with a retriable error (or not at all) before reporting")
+	durationVar(fs, &cfg.statsEvery, "stats-every", defaultStats, 0, "print a status line on stderr this often (0: never; default 10s on a terminal)")
+	intVar(fs, &cfg.snapLen, "snaplen", live.DefaultSnapLen, 1, live.MaxSnapLen, "bytes kept of each packet")
+	intVar(fs, &cfg.ringMB, "ring-mb", live.DefaultRingBytes>>20, 1, maxRingMB, "size of the kernel ring in MiB")
+	durationVar(fs, &o.Settle, "settle", detect.DefaultSettle, time.Nanosecond, "how long to wait for a retry after an attempt answered with a retriable error (or not at all) before reporting")
+	return fs, sf
+}
+
+// maxRingMB bounds --ring-mb: 4 GiB of kernel memory is more than any
+// sniffer needs, and more than the ring's block count can address.
+const maxRingMB = 4096
+
+// read parses args with fs and sf, liveFlags' of cfg, and checks them.
+func (cfg *liveConfig) read(fs *flag.FlagSet, sf *stageFlags, args []string, stdout io.Writer) (*liveConfig, error) {
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		return nil, parseFailed(fs, err, stdout)
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (live reads an interface, not files: see kdupcap analyze)", fs.Arg(0))
+		return nil, fmt.Errorf("unexpected argument %s (live reads an interface, not files: see kdupcap analyze)", quoteArg(fs.Arg(0)))
 	}
 	if cfg.iface == "" {
-		fs.Usage()
 		return nil, errors.New("-i INTERFACE is required")
-	}
-	switch cfg.format {
-	case "lines", "json":
-	default:
-		return nil, fmt.Errorf("--format %q: want lines or json", cfg.format)
 	}
 	if err := sf.check(); err != nil {
 		return nil, err
 	}
-	if o.Settle <= 0 || o.Duration < 0 || o.Count < 0 || cfg.statsEvery < 0 {
-		return nil, errors.New("--window, --settle and --idle-timeout must be positive; --duration, --count and --stats-every not negative")
-	}
-	if cfg.ringMB <= 0 || cfg.snapLen <= 0 {
-		return nil, errors.New("--ring-mb and --snaplen must be positive")
-	}
+	o := &cfg.opts
 	o.Name = "live:" + cfg.iface
 	if cfg.emit != "" {
 		if _, _, err := emit.ParseURL(cfg.emit); err != nil {
@@ -142,7 +145,7 @@ type liveRun struct {
 // runLive captures until ctx is done, --duration passes or --count findings
 // were reported, then flushes, prints the summary and returns the exit code.
 func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseLiveFlags(args, stderr, isTerminal(stderr))
+	cfg, err := parseLiveFlags(args, stdout, isTerminal(stderr))
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
@@ -166,6 +169,14 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg.user != "" {
 		if err := live.DropPrivileges(cfg.user); err != nil {
 			fmt.Fprintf(stderr, "kdupcap: %v\n", err)
+			return exitUsage
+		}
+	}
+	// As the user that writes it, before the first packet: not at the
+	// first finding.
+	if dir := cfg.opts.EvidenceDir; dir != "" {
+		if err := pipeline.CheckEvidenceDir(dir); err != nil {
+			fmt.Fprintf(stderr, "kdupcap live: --evidence: %v\n", err)
 			return exitUsage
 		}
 	}

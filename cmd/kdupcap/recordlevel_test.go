@@ -125,6 +125,7 @@ func TestRecordLevel(t *testing.T) {
 			checkSameForWorkers(t, "--records", "100", "--app-duplicates", pcap)
 			t.Logf("%d batch findings, %d record-level findings", len(a.Findings), len(a.RecordFindings))
 			checkRecordFindings(t, res, a, tt.sameBytes, tt.appTwice)
+			checkLogCounts(t, res.Log, a.Stdout)
 		})
 	}
 }

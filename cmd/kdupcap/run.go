@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Exit codes: a public contract that scripts rely on.
@@ -11,31 +14,85 @@ const (
 	exitOK        = 0
 	exitFailure   = 1 // an internal failure writing the output
 	exitUsage     = 2 // bad usage, or input that could not be read (wholly or in part)
-	exitDuplicate = 3 // --fail-on-duplicate and a finding was duplicated or unconfirmed
+	exitDuplicate = 3 // --fail-on-duplicate and a finding may have put records in the log twice (report.Harmful)
+	exitNothing   = 4 // --fail-on-duplicate and the capture held no produce request: nothing to judge
 	// analyze stopped by a signal, after printing what it had read: the
 	// shell's 128 + the signal's number.
 	exitSIGINT  = 130
 	exitSIGTERM = 143
 )
 
-const usage = `kdupcap finds Kafka producer retries that wrote data twice, from packet captures.
+// exitStatus says what an exit code means, for the man page.
+type exitStatus struct {
+	code    int
+	meaning string
+}
 
-Usage:
-  kdupcap analyze [flags] FILE [FILE ...]   analyze capture files (pcap, pcapng; .gz/.zst; - for stdin)
-  kdupcap live -i INTERFACE [flags]         sniff a live interface and report re-sends as they happen
-  kdupcap version                           print the version
+// exitStatuses are the exit codes above, as the man page lists them.
+func exitStatuses() []exitStatus {
+	return []exitStatus{
+		{exitOK, "the run ended, with findings or without."},
+		{exitFailure, "the output (standard output, --write-dups, a sink of live) could not be written."},
+		{exitUsage, "bad usage (a flag, a value, a command), an interface that cannot be opened, or an input that could not be read wholly; what was read before the fault is still reported."},
+		{exitDuplicate, "analyze --fail-on-duplicate and a finding may have put records in the log twice: duplicated, or unconfirmed of a producer that is not idempotent."},
+		{exitNothing, "analyze --fail-on-duplicate and the capture held no produce request: nothing to judge."},
+		{exitSIGINT, "analyze stopped by SIGINT, after printing what it had read (143: by SIGTERM)."},
+	}
+}
 
-Run 'kdupcap analyze -h' or 'kdupcap live -h' for their flags.
-`
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// commands are kdupcap's commands, in the order the help lists them.
+func commands() []command {
+	cmds := []command{
+		{name: "analyze", synopsis: "[flags] FILE [FILE ...]",
+			summary: "analyze capture files (pcap, pcapng; .gz/.zst; - for stdin)",
+			about: "Reads pcap or pcapng captures (gzip or zstd compressed too; - is standard input), " +
+				"finds ProduceRequests whose record batch was sent more than once, and says whether " +
+				"the broker's log got it twice. Flags may come before, between or after the files; -- ends them.",
+			flags: func() *flag.FlagSet { fs, _ := analyzeFlags(&analyzeConfig{}); return fs },
+			files: true},
+		{name: "live", synopsis: "-i INTERFACE [flags]",
+			summary: "sniff a live interface and report re-sends as they happen",
+			about: "Sniffs Kafka traffic on a live interface (Linux AF_PACKET; needs root or " +
+				"CAP_NET_RAW) and reports re-sent produce batches as soon as they are decided. " +
+				"SIGINT or SIGTERM flushes what is pending, prints a profile per producer " +
+				"(settings, latency per broker, re-sends, diagnosis) and the summary, and exits 0.",
+			flags: func() *flag.FlagSet { fs, _ := liveFlags(&liveConfig{}, false); return fs }},
+		{name: "version", synopsis: "[--format text|json]",
+			summary: "print the version, commit and Go version of this binary",
+			about:   "Prints the version of kdupcap, the commit and time of the source it was built from (and whether it had changes not committed), the Go version and the platform, from the build information the Go toolchain writes into the binary.",
+			flags:   func() *flag.FlagSet { return versionFlags(new(string)) }},
+		{name: "completion", synopsis: "bash|zsh|fish",
+			summary:  "print a shell completion script",
+			about:    completionAbout,
+			flags:    func() *flag.FlagSet { return newFlagSet("kdupcap completion") },
+			operands: shells()},
+		{name: "help", synopsis: "[COMMAND]",
+			summary: "show the help of kdupcap or of a command",
+			flags:   func() *flag.FlagSet { return newFlagSet("kdupcap help") }},
+		{name: "man", hidden: true,
+			summary: "write the man page (roff) to standard output",
+			flags:   func() *flag.FlagSet { return newFlagSet("kdupcap man") }},
+	}
+	var names []string
+	for _, c := range cmds {
+		if !c.hidden {
+			names = append(names, c.name)
+		}
+	}
+	for i := range cmds {
+		if cmds[i].name == "help" {
+			cmds[i].operands = names // help's operand is a command
+		}
+	}
+	return cmds
+}
 
 // run is the whole CLI: main only hands it the process's arguments and
 // streams, so tests call it directly.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cmds := commands()
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, topUsage(stderr, cmds))
 		return exitUsage
 	}
 	switch args[0] {
@@ -45,14 +102,71 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runAnalyze(ctx, args[1:], stdin, stdout, stderr)
 	case "live":
 		return runLiveCLI(args[1:], stdout, stderr)
-	case "version", "--version":
-		fmt.Fprintln(stdout, "kdupcap", version)
-		return exitOK
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	default:
-		fmt.Fprintf(stderr, "kdupcap: unknown command %q\n\n%s", args[0], usage)
-		return exitUsage
+	case "version":
+		return runVersion(cmds, args[1:], stdout, stderr)
+	case "--version", "-version":
+		return runVersion(cmds, args[1:], stdout, stderr)
+	case "completion":
+		return runCompletion(cmds, args[1:], stdout, stderr)
+	case "man":
+		return runMan(cmds, args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		return runHelp(cmds, args[1:], stdout, stderr)
 	}
+	if strings.HasPrefix(args[0], "-") {
+		fmt.Fprintf(stderr, "kdupcap: unknown flag %s; see kdupcap --help\n", quoteArg(args[0]))
+	} else {
+		fmt.Fprintf(stderr, "kdupcap: unknown command %s%s; see kdupcap --help\n", quoteArg(args[0]), commandTypo(cmds, args[0]))
+	}
+	return exitUsage
+}
+
+// runHelp is `kdupcap help [COMMAND]`: the help of kdupcap or of COMMAND,
+// on standard output.
+func runHelp(cmds []command, args []string, stdout, stderr io.Writer) int {
+	c, _ := lookup(cmds, "help")
+	operands, code := parseCommand(c, c.flags(), args, stdout, stderr)
+	switch {
+	case code >= 0:
+		return code
+	case len(operands) == 0:
+		return writeOut(stdout, topUsage(stdout, cmds))
+	case len(operands) > 1:
+		return usageFail(stderr, c, fmt.Errorf("one command at most, not %d", len(operands)))
+	}
+	if h, ok := lookup(cmds, operands[0]); ok {
+		return writeHelp(stdout, h)
+	}
+	fmt.Fprintf(stderr, "kdupcap help: unknown command %s%s; see kdupcap --help\n", quoteArg(operands[0]), commandTypo(cmds, operands[0]))
+	return exitUsage
+}
+
+// parseCommand parses the flags of a command that has few (version,
+// completion, help, man) with fs, one of c.flags, into its operands; code
+// is -1 when the command is to run, else its exit code: the help written
+// to stdout (exitOK), or a flag error to stderr (exitUsage).
+func parseCommand(c command, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (operands []string, code int) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, writeHelp(stdout, c)
+		}
+		return nil, usageFail(stderr, c, flagError(fs, err))
+	}
+	return fs.Args(), -1
+}
+
+// usageFail writes c's usage error err on stderr, one line: exitUsage.
+func usageFail(stderr io.Writer, c command, err error) int {
+	fmt.Fprintf(stderr, "kdupcap %s: %v; see kdupcap %s --help\n", c.name, err, c.name)
+	return exitUsage
+}
+
+// commandTypo names the command name is a likely typo of, or "".
+func commandTypo(cmds []command, name string) string {
+	for _, c := range cmds {
+		if !c.hidden && (editDistance(name, c.name) <= 2 || len(name) >= 2 && strings.HasPrefix(c.name, name)) {
+			return " (did you mean " + c.name + "?)"
+		}
+	}
+	return ""
 }

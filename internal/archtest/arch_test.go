@@ -37,6 +37,7 @@ var rules = []rule{
 	{pkg: "internal/fifo", deep: []string{"capture", "decode", "detect", "profile", "report", "pipeline"}},
 	{pkg: "internal/hostile", deep: []string{"capture", "decode", "detect", "profile", "report", "pipeline"}},
 	{pkg: "internal/readmecheck", deep: []string{"capture", "decode", "detect", "profile", "report", "pipeline"}},
+	{pkg: "internal/releasecheck", deep: []string{"capture", "decode", "detect", "profile", "report", "pipeline", "cmd/kdupcap"}},
 }
 
 type listed struct {
