@@ -42,6 +42,8 @@
 //   - fix.go: Fix, the one setting that would have kept a producer's
 //     records out of the log twice, for the headline.
 //   - sketch.go: Sketch, the fixed-size logarithmic latency histogram.
+//   - timeline.go: Timeline, latency per broker over capture time in a
+//     fixed number of buckets that merge in pairs as the capture grows.
 //
 // # Ownership and bounds
 //

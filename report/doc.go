@@ -51,6 +51,8 @@
 //     order of verdicts.
 //   - table.go: NewTable and NewTableWith, the human tables of findings and
 //     summary, the headline that opens them; Printable.
+//   - headline.go: Headline, the table's headline and counts of records
+//     for writers of other formats (report/html).
 //   - tables.go: the tablewriter tables kept and reset for each finding,
 //     fitted to the width (OutputWidth).
 //   - lines.go: NewLines, one line per finding for a live run.

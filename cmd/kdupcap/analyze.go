@@ -16,6 +16,7 @@ import (
 	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/pipeline"
 	"github.com/kdupcap/kdupcap/report"
+	"github.com/kdupcap/kdupcap/report/html"
 )
 
 // analyzeConfig holds the analyze flags: the run's options, and what the
@@ -23,6 +24,7 @@ import (
 type analyzeConfig struct {
 	opts            pipeline.Options
 	format          string
+	html            string // --html FILE: the HTML report, besides --format's output
 	failOnDuplicate bool
 	files           []string
 	quiet           bool
@@ -56,6 +58,7 @@ func analyzeFlags(cfg *analyzeConfig) (*flag.FlagSet, *stageFlags) {
 	fs := newFlagSet("kdupcap analyze")
 	o := &cfg.opts
 	choiceVar(fs, &cfg.format, "format", "table", []string{"table", "json", "lines"}, "output format: table, json (JSON Lines) or lines (one line per finding, as live prints)")
+	fs.StringVar(&cfg.html, "html", "", "also write the report as one self-contained HTML page (timeline, findings, producers; no network needed to open it) to `FILE`, checked before reading, never an input file")
 	sf := addStageFlags(fs, o, stageUsage{port: "comma-separated broker `PORTS` taken as Kafka",
 		window: "how long (capture time) a batch is remembered after its last attempt",
 		idle:   "capture time after which an idle TCP connection is closed and buffered segments are given up"})
@@ -186,6 +189,19 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		ropts.Width = report.OutputWidth(stdout, os.Getenv("COLUMNS"))
 		out = report.NewTableWith(stdout, ropts)
 	}
+	if cfg.html != "" {
+		page, err := createHTML(cfg.html, cfg.files)
+		if err != nil {
+			fmt.Fprintf(stderr, "kdupcap analyze: --html: %v\n", err)
+			return exitUsage
+		}
+		defer func() {
+			if err := page.Close(); err != nil {
+				fmt.Fprintf(stderr, "kdupcap: --html: %v\n", err)
+			}
+		}()
+		out = report.Multi(out, html.New(page, html.Options{Verdicts: cfg.verdicts}))
+	}
 
 	in := pipeline.Inputs{Files: cfg.files, Skew: cfg.skew, Stdin: stdin, Stop: ctx.Done(), MaxBytes: cfg.maxInput}
 	cfg.opts.DecompressBudget = decompressBudget(cfg.budgetRatio, in.Size())
@@ -245,6 +261,23 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return failOnDuplicate(findings, &sum, stderr)
 	}
 	return exitOK
+}
+
+// createHTML creates the --html FILE before any input is read, so that a
+// path that cannot be written fails at once; it is never an input file.
+func createHTML(name string, inputs []string) (*os.File, error) {
+	if st, err := os.Stat(name); err == nil {
+		for _, in := range inputs {
+			if ist, err := os.Stat(in); err == nil && os.SameFile(st, ist) {
+				return nil, fmt.Errorf("%s is an input file", name)
+			}
+		}
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, fmt.Errorf("creating the page: %w", err)
+	}
+	return f, nil
 }
 
 // failOnDuplicate is the exit code of --fail-on-duplicate after a run that

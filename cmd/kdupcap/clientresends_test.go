@@ -54,7 +54,20 @@ func TestRdkafka211Resends(t *testing.T) {
 			s := tt.rec.Scenario
 			s.Topic = fmt.Sprintf("rdkafka211-%d", i)
 			s.Produce = kafkatest.RdkafkaProduce(tt.rec.Rdkafka)
-			res, pcap := runCaptured(t, s, 30*time.Second)
+			// librdkafka's timeout scan runs once a second: on a loaded
+			// machine a run may keep its epoch (the broker then
+			// deduplicates and the log holds nothing twice). Such a run
+			// tests nothing: run the recipe again, at most twice more.
+			var res *kafkatest.Result
+			var pcap string
+			for try := 1; ; try++ {
+				res, pcap = runCaptured(t, s, 30*time.Second)
+				if len(res.Log.Duplicates()) > 0 || try == 3 {
+					break
+				}
+				t.Logf("run %d: the log holds no record twice (%s); running the recipe again", try, describeLog(res.Log))
+				s.Topic = fmt.Sprintf("rdkafka211-%d-%d", i, try)
+			}
 			t.Logf("log of %s: %s", s.Topic, describeLog(res.Log))
 			checkRecordHarness(t, res, false)
 			a := analyzeRecordLevel(t, pcap, false)

@@ -68,7 +68,8 @@
 //   - manpage.go: kdupcap man (hidden): kdupcap(1) in roff, for make man.
 //   - flags.go: the flags analyze and live share; the memory limit and GOGC.
 //   - signals.go: SIGINT and SIGTERM: a context they end, the exit codes.
-//   - analyze.go: kdupcap analyze: its flags, the run, --write-dups.
+//   - analyze.go: kdupcap analyze: its flags, the run, --write-dups,
+//     --html (report/html).
 //   - clockskew.go: the repeated --clock-skew FILE=DURATION flag.
 //   - cluster.go: the repeated --cluster NAME=HOST:PORT[,HOST:PORT...] flag.
 //   - live.go: kdupcap live: its flags, signals, sinks, status lines and

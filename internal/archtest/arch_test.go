@@ -32,6 +32,7 @@ var rules = []rule{
 	{pkg: "report", direct: []string{"decode"}, deep: []string{"capture", "pipeline", "github.com/gopacket/gopacket",
 		"github.com/twmb/franz-go/pkg/kgo", "github.com/prometheus/client_golang"}},
 	{pkg: "report/emit", direct: []string{"decode"}, deep: []string{"capture", "pipeline", "cmd/kdupcap", "github.com/prometheus/client_golang"}},
+	{pkg: "report/html", deep: []string{"capture", "pipeline", "cmd/kdupcap", "github.com/gopacket/gopacket"}},
 	{pkg: "report/metrics", direct: []string{"decode"}, deep: []string{"capture", "pipeline", "cmd/kdupcap", "github.com/twmb/franz-go/pkg/kgo"}},
 	{pkg: "pipeline", deep: []string{"cmd/kdupcap"}},
 	{pkg: "internal/fifo", deep: []string{"capture", "decode", "detect", "profile", "report", "pipeline"}},

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kdupcap/kdupcap/internal/testenv"
+	"golang.org/x/net/html"
+)
+
+// TestHTMLReport: the --html page of each testdata capture parses, fetches
+// nothing, and shows the numbers of the JSON output of the same run:
+// findings per verdict, the records held twice, each finding's attempts.
+func TestHTMLReport(t *testing.T) {
+	for _, file := range captureFiles(t) {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			page := filepath.Join(t.TempDir(), "report.html")
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"analyze", "--format", "json", "--records", "5", "--html", page, file}, nil, &stdout, &stderr); code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			b, err := os.ReadFile(page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d bytes", len(b))
+			got := readPage(t, b)
+			want := readJSON(t, stdout.Bytes())
+			for k, v := range want.numbers {
+				if got.numbers[k] != v {
+					t.Errorf("%s: page %q, JSON %q", k, got.numbers[k], v)
+				}
+			}
+			if len(got.attempts) != len(want.attempts) {
+				t.Fatalf("%d findings drawn, JSON %d", len(got.attempts), len(want.attempts))
+			}
+			for i := range want.attempts {
+				if got.attempts[i] != want.attempts[i] {
+					t.Errorf("finding %d: %d attempts drawn, JSON %d", i+1, got.attempts[i], want.attempts[i])
+				}
+			}
+		})
+	}
+}
+
+// TestHTMLInputFile: --html refuses to overwrite an input file, before
+// reading it.
+func TestHTMLInputFile(t *testing.T) {
+	file := captureFiles(t)[0]
+	before, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"analyze", "--html", file, file}, nil, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "is an input file") {
+		t.Errorf("--html of an input file: exit %d, %q", code, stderr.String())
+	}
+	if after, err := os.ReadFile(file); err != nil || !bytes.Equal(before, after) {
+		t.Fatalf("the input file changed (%v)", err)
+	}
+}
+
+type pageNumbers struct {
+	numbers  map[string]string // verdict or count name: its number
+	attempts []int             // per finding, in order
+}
+
+// readPage parses b as HTML, fails on any http(s) src or href, and reads
+// the numbers the page shows.
+func readPage(t *testing.T, b []byte) pageNumbers {
+	t.Helper()
+	doc, err := html.Parse(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("page does not parse: %v", err)
+	}
+	p := pageNumbers{numbers: map[string]string{}}
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			attrs := map[string]string{}
+			for _, a := range n.Attr {
+				attrs[a.Key] = a.Val
+				if (a.Key == "src" || a.Key == "href") && strings.Contains(strings.ToLower(a.Val), "//") {
+					t.Errorf("<%s %s=%q>: the page must fetch nothing", n.Data, a.Key, a.Val)
+				}
+			}
+			if n.Data == "link" || (n.Data == "script" && attrs["src"] != "") {
+				t.Errorf("<%s>: the page must fetch nothing", n.Data)
+			}
+			if n.Data == "dd" && n.FirstChild != nil {
+				if v := attrs["data-verdict"]; v != "" {
+					p.numbers[v] = n.FirstChild.Data
+				}
+				if id := attrs["id"]; id != "" {
+					p.numbers[id] = n.FirstChild.Data
+				}
+			}
+			if n.Data == "details" && attrs["data-attempts"] != "" {
+				k, err := strconv.Atoi(attrs["data-attempts"])
+				if err != nil {
+					t.Errorf("data-attempts %q", attrs["data-attempts"])
+				}
+				num, _ := strconv.Atoi(strings.TrimPrefix(attrs["id"], "f"))
+				for len(p.attempts) < num {
+					p.attempts = append(p.attempts, -1)
+				}
+				p.attempts[num-1] = k
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	if bytes.Contains(b, []byte("url(http")) || bytes.Contains(b, []byte("@import")) {
+		t.Error("the page's style fetches something")
+	}
+	return p
+}
+
+// readJSON reads the same numbers from analyze's JSON Lines.
+func readJSON(t *testing.T, b []byte) pageNumbers {
+	t.Helper()
+	p := pageNumbers{numbers: map[string]string{}}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var line struct {
+			Type      string            `json:"type"`
+			Attempts  []json.RawMessage `json:"attempts"`
+			Omitted   int               `json:"attempts_omitted"`
+			ByVerdict map[string]int64  `json:"by_verdict"`
+			Findings  int64             `json:"findings"`
+			Dup       int64             `json:"duplicated_records"`
+			Extra     int64             `json:"extra_copies"`
+			Possibly  int64             `json:"possibly_duplicated_records"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("JSON line %q: %v", sc.Text(), err)
+		}
+		switch line.Type {
+		case "summary":
+			for v, n := range line.ByVerdict {
+				p.numbers[v] = strconv.FormatInt(n, 10)
+			}
+			p.numbers["n-findings"] = strconv.FormatInt(line.Findings, 10)
+			p.numbers["n-duplicated"] = strconv.FormatInt(line.Dup, 10)
+			p.numbers["n-extra"] = strconv.FormatInt(line.Extra, 10)
+			p.numbers["n-possibly"] = strconv.FormatInt(line.Possibly, 10)
+		case "producer":
+		default:
+			p.attempts = append(p.attempts, len(line.Attempts)+line.Omitted)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.numbers["n-findings"]; !ok {
+		t.Fatal("no summary line in the JSON output")
+	}
+	return p
+}
+
+// TestHTMLChromium opens the page of each testdata capture in headless
+// Chromium, with every host lookup refused: its script runs to its end
+// with no console error, a link to a finding (#fN, what a click on its
+// mark does) opens it; the first capture's screenshot at 1280x800,
+// written under the test's output (go test -artifacts), is not blank.
+func TestHTMLChromium(t *testing.T) {
+	chromium := testenv.Tool(t, "chromium")
+	out := t.ArtifactDir()
+	for i, file := range captureFiles(t) {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			t.Parallel()
+			page := filepath.Join(t.TempDir(), "report.html")
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"analyze", "--format", "json", "--html", page, file}, nil, &stdout, &stderr); code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			want := readJSON(t, stdout.Bytes())
+			last := len(want.attempts) // the last finding: harmless ones are folded
+			dom, logs := headless(t, chromium, "--dump-dom", "file://"+page+"#f"+strconv.Itoa(last))
+			if strings.Contains(logs, "CONSOLE") || strings.Contains(logs, "Uncaught") {
+				t.Errorf("console output:\n%s", logs)
+			}
+			if !strings.Contains(dom, `data-ready="1"`) {
+				t.Fatalf("the page's script did not run to its end:\n%s", logs)
+			}
+			if last > 0 && !strings.Contains(dom, `<details class="finding hl" id="f`+strconv.Itoa(last)+`"`) {
+				t.Errorf("#f%d did not open finding %d", last, last)
+			}
+			if i > 0 {
+				return
+			}
+			shot := filepath.Join(out, strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))+".png")
+			headless(t, chromium, "--screenshot="+shot, "file://"+page)
+			if v := pixelVariance(t, shot); v < 100 {
+				t.Errorf("screenshot %s is blank: luminance variance %.1f", shot, v)
+			}
+		})
+	}
+}
+
+// headless runs Chromium on one page, with no network (every host lookup
+// refused, the background services off), a new profile and a 1280x800
+// window; it returns stdout and the browser's log.
+func headless(t *testing.T, chromium string, args ...string) (stdout, logs string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chromium, append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--host-resolver-rules=MAP * ~NOTFOUND", "--enable-logging=stderr", "--v=0",
+		"--user-data-dir=" + t.TempDir(), "--window-size=1280,800"}, args...)...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %s: %v\n%s", strings.Join(args, " "), err, e.String())
+	}
+	return o.String(), e.String()
+}
+
+// pixelVariance is the variance of the luminance of a PNG's pixels: 0 for
+// a blank image.
+func pixelVariance(t *testing.T, name string) float64 {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	b := img.Bounds()
+	if b.Dx() != 1280 || b.Dy() != 800 {
+		t.Errorf("screenshot %v, want 1280x800", b.Size())
+	}
+	var sum, sq, n float64
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			l := (0.299*float64(r) + 0.587*float64(g) + 0.114*float64(bl)) / 257
+			sum += l
+			sq += l * l
+			n++
+		}
+	}
+	mean := sum / n
+	return sq/n - mean*mean
+}

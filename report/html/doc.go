@@ -1,0 +1,72 @@
+// Package html writes the findings of a run as one self-contained HTML
+// page, an incident report for people who would rather look than read:
+// the table's headline, a timeline of the capture with every re-send
+// marked, each finding's attempts on a time axis, each producer's
+// settings, diagnosis, latency and re-sends by cause.
+//
+// # Place in the flow
+//
+// capture -> decode -> detect -> profile -> report -> report/html. New
+// returns a report.Writer (and report.ProducerWriter): cmd/kdupcap hands it
+// detect.Finding values, the profile.Producer profiles and the
+// report.Summary, as it does the table and JSON writers (`kdupcap analyze
+// --html FILE`, `--format html`). It imports detect, profile and report
+// only; it must never import capture, pipeline, cmd/kdupcap nor gopacket,
+// so it knows findings and profiles, never how they were found.
+//
+// # Design
+//
+// One file that opens from a disk or a mail attachment with no network
+// and no server: every style and script is inline (go:embed of
+// assets/page.css and assets/page.js, written into the page), and the
+// drawings are SVG drawn here in Go, text escaped by html/template or
+// html.EscapeString. No charting library: the drawings are a few lines,
+// marks and bars; a library would have to be vendored at a pinned version
+// with its licence, weigh more than the page it draws, and bring its own
+// updates. The script only changes what is drawn: it zooms and pans the
+// timeline by changing the SVG viewBox (marks keep their width with
+// vector-effect), opens a finding when its mark is clicked, and sorts and
+// filters the findings table; a link to report.html#f12 opens finding 12
+// as a click on its mark does; without it (printing, a viewer with
+// scripts off) the page shows the whole timeline and every finding.
+// Colours follow prefers-color-scheme; the layout is CSS grid and flex
+// with overflow-x on wide tables (1280 px and phone widths); a print
+// stylesheet keeps the timeline and hides the controls.
+//
+// # Timeline
+//
+// The latency drawn is that of the findings' answered attempts (the
+// report.Writer is handed findings, not every exchange), per broker and
+// bucket of capture time in a profile.Timeline (p50 and p99); each attempt
+// after a finding's first is a mark at its send time, in the row and
+// colour of the finding's verdict.
+//
+// # Bounds and ownership
+//
+// Finding reads f during the call and keeps copies of what it draws: the
+// counts of the headline (report.Headline, bounded as the table's), a
+// fixed-size Timeline, at most MaxMarks marks, MaxRows table rows,
+// MaxFull findings drawn in full (with at most 20 records each, 64 bytes
+// of a key or value), MaxProducers producers; what is past a bound is
+// counted and the page says so. The defaults keep a page of thousands of
+// findings under 5 MB. The page is written at Summary, in one Write.
+//
+// # Bad input
+//
+// Names and bytes off the wire are shown through report.Printable and
+// escaped; a finding with no attempt draws no lanes.
+//
+// # Files
+//
+//   - writer.go: Writer, New, Options; Finding and Producers, which keep
+//     what the page draws.
+//   - page.go: Summary and the page's template.
+//   - svg.go: the drawings: a finding's lanes, a producer's latency per
+//     broker, the timeline.
+//   - assets.go: the embedded style and script (assets/page.css,
+//     assets/page.js).
+//   - html_test.go: the page parses, fetches nothing, escapes what it
+//     shows and stays under 5 MB for 5000 and 100000 findings. The tests
+//     of the pages of the testdata captures (numbers equal to the JSON
+//     output's, headless Chromium) are cmd/kdupcap's html_test.go.
+package html
