@@ -57,7 +57,7 @@ func parseAnalyzeFlags(args []string, stdout io.Writer) (*analyzeConfig, error) 
 func analyzeFlags(cfg *analyzeConfig) (*flag.FlagSet, *stageFlags) {
 	fs := newFlagSet("kdupcap analyze")
 	o := &cfg.opts
-	choiceVar(fs, &cfg.format, "format", "table", []string{"table", "json", "lines"}, "output format: table, json (JSON Lines) or lines (one line per finding, as live prints)")
+	choiceVar(fs, &cfg.format, "format", "table", []string{"table", "json", "lines", "html"}, "output format: table, json (JSON Lines), lines (one line per finding, as live prints) or html (the page of --html, to standard output)")
 	fs.StringVar(&cfg.html, "html", "", "also write the report as one self-contained HTML page (timeline, findings, producers; no network needed to open it) to `FILE`, checked before reading, never an input file")
 	sf := addStageFlags(fs, o, stageUsage{port: "comma-separated broker `PORTS` taken as Kafka",
 		window: "how long (capture time) a batch is remembered after its last attempt",
@@ -185,6 +185,8 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		out = report.NewJSONWith(stdout, ropts)
 	case "lines":
 		out = report.NewLines(stdout)
+	case "html":
+		out = html.New(stdout, html.Options{Verdicts: cfg.verdicts})
 	default:
 		ropts.Width = report.OutputWidth(stdout, os.Getenv("COLUMNS"))
 		out = report.NewTableWith(stdout, ropts)

@@ -101,7 +101,7 @@ printf '%s\n' "${COMPREPLY[@]}"`, "bash", script)
 		{[]string{"kdupcap", ""}, []string{"--help", "--version", "analyze", "completion", "help", "live", "version"}},
 		{[]string{"kdupcap", "an"}, []string{"analyze"}},
 		{[]string{"kdupcap", "analyze", "--fo"}, []string{"--force", "--format"}},
-		{[]string{"kdupcap", "analyze", "--format", ""}, []string{"json", "lines", "table"}},
+		{[]string{"kdupcap", "analyze", "--format", ""}, []string{"html", "json", "lines", "table"}},
 		{[]string{"kdupcap", "analyze", "--format", "=", "j"}, []string{"json"}},
 		{[]string{"kdupcap", "analyze", "-scope", "c"}, []string{"client", "connection"}},
 		{[]string{"kdupcap", "analyze", "--verdict", "duplicated,un"}, []string{"duplicated,unconfirmed"}},
@@ -153,7 +153,7 @@ func TestFishCompletion(t *testing.T) {
 	}{
 		{"kdupcap an", []string{"analyze"}},
 		{"kdupcap analyze --fo", []string{"--force", "--format"}},
-		{"kdupcap analyze --format ", []string{"json", "lines", "table"}},
+		{"kdupcap analyze --format ", []string{"html", "json", "lines", "table"}},
 		{"kdupcap live --format=", []string{"--format=json", "--format=lines"}},
 		{"kdupcap completion ", []string{"bash", "fish", "zsh"}},
 	} {
@@ -187,7 +187,7 @@ func TestZshCompletion(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"#compdef kdupcap", "'--format=[output format\\: table, json (JSON Lines) or lines (one...]:format:(table json lines)'", "'*:file:_files'", "compdef _kdupcap kdupcap"} {
+	for _, want := range []string{"#compdef kdupcap", "'--format=[output format\\: table, json (JSON Lines), lines (one line...]:format:(table json lines html)'", "'*:file:_files'", "compdef _kdupcap kdupcap"} {
 		if !strings.Contains(script, want) {
 			t.Errorf("no %q in\n%s", want, script)
 		}

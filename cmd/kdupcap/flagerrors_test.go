@@ -36,7 +36,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"analyze", "--decompress-budget", "NaN", file}, "kdupcap analyze: --decompress-budget NaN: want a positive number; see kdupcap analyze --help"},
 		{[]string{"analyze", "--max-frame-bytes", "0", file}, "kdupcap analyze: --max-frame-bytes 0: want a size from 1 to 100MiB; see kdupcap analyze --help"},
 		{[]string{"analyze", "--max-input-bytes", "lots", file}, "kdupcap analyze: --max-input-bytes lots: want a size such as 500MB or 2GiB; see kdupcap analyze --help"},
-		{[]string{"analyze", "--format", "xml", file}, "kdupcap analyze: --format xml: want table, json or lines; see kdupcap analyze --help"},
+		{[]string{"analyze", "--format", "xml", file}, "kdupcap analyze: --format xml: want table, json, lines or html; see kdupcap analyze --help"},
 		{[]string{"analyze", "--scope", "clients", file}, "kdupcap analyze: --scope clients: want connection, client or both; see kdupcap analyze --help"},
 		{[]string{"analyze", "--sniff=maybe", file}, "kdupcap analyze: --sniff=maybe: want true or false; see kdupcap analyze --help"},
 		{[]string{"analyze", "--tls-keylog", "", file}, `kdupcap analyze: --tls-keylog "": empty file name; see kdupcap analyze --help`},

@@ -77,7 +77,7 @@ func TestHelpDefaults(t *testing.T) {
 	run([]string{"analyze", "--help"}, nil, &stdout, &bytes.Buffer{})
 	out := strings.Join(strings.Fields(stdout.String()), " ")
 	for _, want := range []string{
-		"--format table|json|lines output format: table, json (JSON Lines) or lines (one line per finding, as live prints) (default table)",
+		"--format table|json|lines|html output format: table, json (JSON Lines), lines (one line per finding, as live prints) or html (the page of --html, to standard output) (default table)",
 		`--port PORTS comma-separated broker PORTS taken as Kafka (default "9092")`,
 		"--window DURATION",
 		"(default 10m0s)",

@@ -260,3 +260,27 @@ func pixelVariance(t *testing.T, name string) float64 {
 	mean := sum / n
 	return sq/n - mean*mean
 }
+
+// TestHTMLFormat: --format html writes to standard output the very page
+// --html FILE writes, and nothing else.
+func TestHTMLFormat(t *testing.T) {
+	for _, file := range captureFiles(t) {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			page := filepath.Join(t.TempDir(), "report.html")
+			var stdout, stderr, discard bytes.Buffer
+			if code := run([]string{"analyze", "--format", "html", file}, nil, &stdout, &stderr); code != exitOK {
+				t.Fatalf("--format html exited %d: %s", code, stderr.String())
+			}
+			if code := run([]string{"analyze", "--html", page, file}, nil, &discard, &stderr); code != exitOK {
+				t.Fatalf("--html exited %d: %s", code, stderr.String())
+			}
+			want, err := os.ReadFile(page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(stdout.Bytes(), want) {
+				t.Errorf("--format html wrote %d bytes, --html %d: not the same page", stdout.Len(), len(want))
+			}
+		})
+	}
+}
