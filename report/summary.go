@@ -166,7 +166,7 @@ func (s *Summary) NothingToJudge() (n NothingToJudge, ok bool) {
 		return NothingToJudge{Reason: "no_packets", Text: "the capture holds no packet",
 			Hint: "capture on the interface the producers' traffic crosses, e.g. tcpdump -i any -w FILE tcp port 9092"}, true
 	case s.TCPConnections == 0:
-		return NothingToJudge{Reason: "no_tcp", Text: fmt.Sprintf("the capture's %s no TCP connection", countWords(s.Packets, "packet holds", "packets hold")),
+		return NothingToJudge{Reason: "no_tcp", Text: fmt.Sprintf("the capture's %s no TCP connection", counted(s.Packets, "packet holds", "packets hold")),
 			Hint: "Kafka runs over TCP: capture the brokers' traffic, e.g. tcpdump -i any -w FILE tcp port 9092"}, true
 	case kafka == 0 && undecrypted > 0:
 		some := fmt.Sprintf("%d of the %s", undecrypted, plural(s.TCPConnections, "TCP connection"))
@@ -190,7 +190,7 @@ func (s *Summary) NothingToJudge() (n NothingToJudge, ok bool) {
 			Hint: "if the brokers listen on other ports, give them with --port (e.g. --port 9093,19092)"}, true
 	}
 	n = NothingToJudge{Reason: "no_produce", Hint: "kdupcap judges producers' re-sends: capture where the producers connect to the brokers"}
-	conns := countWords(kafka, "Kafka connection carries", "Kafka connections carry")
+	conns := counted(kafka, "Kafka connection carries", "Kafka connections carry")
 	if kafka == 1 {
 		conns = "the Kafka connection carries"
 	}
@@ -200,18 +200,10 @@ func (s *Summary) NothingToJudge() (n NothingToJudge, ok bool) {
 		n.Text = fmt.Sprintf("%s no produce request, only metadata and other requests (%s)", conns, plural(s.Frames, "frame"))
 	}
 	if undecrypted > 0 {
-		n.Text += fmt.Sprintf("; %s not decrypted: producers may be among them", countWords(undecrypted, "TLS connection was", "TLS connections were"))
+		n.Text += fmt.Sprintf("; %s not decrypted: producers may be among them", counted(undecrypted, "TLS connection was", "TLS connections were"))
 		n.Hint = tlsHint
 	}
 	return n, true
-}
-
-// countWords is n with the singular or the plural words after it.
-func countWords(n int64, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return itoa(n) + " " + many
 }
 
 // jsonFailedInput is one of the summary's "failed_inputs".
