@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/kdupcap/kdupcap/internal/kafkatest"
 	"github.com/kdupcap/kdupcap/internal/testenv"
 )
@@ -364,51 +362,6 @@ func TestMoreClientsResends(t *testing.T) {
 	}
 }
 
-// restartProduce is an application that writes values one at a time with an
-// idempotent kgo producer, gives up waiting for the last one after
-// giveUp, and sends it again from a new producer instance (a supervisor's
-// restart: the same client.id, a new producer ID from InitProducerId),
-// while the first producer's request is still unanswered.
-func restartProduce(clientID string, giveUp time.Duration) kafkatest.ProduceFunc {
-	return func(ctx context.Context, addr, topic string, values []string) error {
-		opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.ClientID(clientID),
-			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()),
-			kgo.RecordPartitioner(kgo.ManualPartitioner())}
-		first, err := kgo.NewClient(opts...)
-		if err != nil {
-			return err
-		}
-		defer first.Close()
-		last := len(values) - 1
-		for _, v := range values[:last] {
-			if err := first.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
-				return err
-			}
-		}
-		done := make(chan error, 1)
-		first.Produce(ctx, &kgo.Record{Value: []byte(values[last])}, func(_ *kgo.Record, err error) { done <- err })
-		select {
-		case err := <-done:
-			return fmt.Errorf("the held request was answered before the restart: %v", err)
-		case <-time.After(giveUp):
-		}
-		second, err := kgo.NewClient(opts...)
-		if err != nil {
-			return err
-		}
-		defer second.Close()
-		if err := second.ProduceSync(ctx, &kgo.Record{Value: []byte(values[last])}).FirstErr(); err != nil {
-			return err
-		}
-		select {
-		case err := <-done:
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
 // TestNewProducerID captures an idempotent producer replaced by a new one
 // (a new producer ID from the same client) that sends again a record the
 // log already holds: the broker cannot deduplicate across producer IDs.
@@ -421,7 +374,7 @@ func TestNewProducerID(t *testing.T) {
 	// 300 ms.
 	s := kafkatest.Scenario{Name: "np", Topic: "new-producer-id", Records: 4,
 		Faults:  []kafkatest.Fault{{Action: kafkatest.Delay, Delay: 700 * time.Millisecond, Every: 4, Max: 1}},
-		Produce: restartProduce("kgo-restart", 300*time.Millisecond)}
+		Produce: kafkatest.RestartProduce(kafkatest.Restart{ClientID: "kgo-restart", GiveUp: 300 * time.Millisecond})}
 	res, pcap := runCaptured(t, s, 30*time.Second)
 	t.Logf("log of %s: %s", s.Topic, describeLog(res.Log))
 	checkRecordHarness(t, res, false)

@@ -100,6 +100,8 @@
 //     node_modules (git-ignored) is what `npm ci` installs there.
 //   - kafkago.go: KafkaGoWriter and KafkaGoProduce, through segmentio/kafka-go.
 //   - apptwice.go: AppTwice and AppTwiceProduce, an app that writes twice.
+//   - restart.go: Restart and RestartProduce, an app that replaces its
+//     idempotent producer and sends a value again from the new one.
 //   - readback.go: Log, Batch, Record, Copies and ReadBack: the log read back.
 //   - scenario.go: Scenario, Result, ProduceFunc and Run.
 //   - sasl.go: SASL, the superuser a cluster requires (kfake.EnableSASL)
