@@ -111,16 +111,16 @@ func logBatches(t *testing.T, res *Result) {
 	}
 }
 
-// checkEpochBump checks recipe (a): every value in the log, some twice; the
-// first copy in a batch of epoch e, the second in a batch of the same
-// producer ID, epoch e+1, first sequence 0; and the first value reported
-// timed out (-192) although the log holds it.
-func checkEpochBump(t *testing.T, res *Result, reports []RdkafkaReport) {
+// eachTwice checks that the log holds every value, some twice and none
+// more, and calls check with each value held twice and the batches of its
+// two copies (partition 0).
+func eachTwice(t *testing.T, res *Result, check func(d Copies, first, second Batch)) {
+	t.Helper()
 	pl, _ := res.Log.Partition(0)
 	checkAllHeld(t, res)
 	dups := res.Log.Duplicates()
 	if len(dups) == 0 {
-		t.Fatal("the log holds no value twice: no epoch bump re-send")
+		t.Fatal("the log holds no value twice: the client re-sent nothing")
 	}
 	for _, d := range dups {
 		if len(d.Records) != 2 {
@@ -129,13 +129,23 @@ func checkEpochBump(t *testing.T, res *Result, reports []RdkafkaReport) {
 		}
 		first, _ := pl.BatchAt(d.Records[0].BatchBaseOffset)
 		second, _ := pl.BatchAt(d.Records[1].BatchBaseOffset)
+		check(d, first, second)
+	}
+}
+
+// checkEpochBump checks recipe (a): every value in the log, some twice; the
+// first copy in a batch of epoch e, the second in a batch of the same
+// producer ID, epoch e+1, first sequence 0; and the first value reported
+// timed out (-192) although the log holds it.
+func checkEpochBump(t *testing.T, res *Result, reports []RdkafkaReport) {
+	eachTwice(t, res, func(d Copies, first, second Batch) {
 		if first.ProducerID < 0 || second.ProducerID != first.ProducerID ||
 			second.ProducerEpoch != first.ProducerEpoch+1 || second.FirstSequence != 0 {
 			t.Errorf("%q at %d (producer %d epoch %d) and %d (producer %d epoch %d sequence %d): want the same producer, epoch+1, sequence 0",
 				d.Value, d.Records[0].Offset, first.ProducerID, first.ProducerEpoch,
 				d.Records[1].Offset, second.ProducerID, second.ProducerEpoch, second.FirstSequence)
 		}
-	}
+	})
 	timedOut := slices.IndexFunc(reports, func(r RdkafkaReport) bool { return r.Code == rdkafkaMsgTimedOut })
 	if timedOut < 0 || reports[timedOut].Value != res.Values[0] {
 		t.Errorf("reports %+v: want %q failed with code %d", reports, res.Values[0], rdkafkaMsgTimedOut)
@@ -149,19 +159,7 @@ func checkEpochBump(t *testing.T, res *Result, reports []RdkafkaReport) {
 // producer ID, the second copy in a later batch that also holds values the
 // first copy's batch did not.
 func checkRebatch(t *testing.T, res *Result, reports []RdkafkaReport) {
-	pl, _ := res.Log.Partition(0)
-	checkAllHeld(t, res)
-	dups := res.Log.Duplicates()
-	if len(dups) == 0 {
-		t.Fatal("the log holds no value twice: no re-send")
-	}
-	for _, d := range dups {
-		if len(d.Records) != 2 {
-			t.Errorf("%q held %d times, want 2", d.Value, len(d.Records))
-			continue
-		}
-		first, _ := pl.BatchAt(d.Records[0].BatchBaseOffset)
-		second, _ := pl.BatchAt(d.Records[1].BatchBaseOffset)
+	eachTwice(t, res, func(d Copies, first, second Batch) {
 		if first.ProducerID != -1 || second.ProducerID != -1 {
 			t.Errorf("%q: producer IDs %d, %d, want -1 (not idempotent)", d.Value, first.ProducerID, second.ProducerID)
 		}
@@ -169,7 +167,7 @@ func checkRebatch(t *testing.T, res *Result, reports []RdkafkaReport) {
 			t.Errorf("%q in a batch of %d at %d, again in one of %d at %d: want a bigger later batch (re-batched with newer records)",
 				d.Value, first.NumRecords, first.BaseOffset, second.NumRecords, second.BaseOffset)
 		}
-	}
+	})
 	for _, r := range reports {
 		if r.Error != "" {
 			t.Errorf("report %+v: want every delivery done", r)
