@@ -125,6 +125,10 @@ func (a *Analysis) Finish() []detect.Finding {
 // Producers returns the producer profiles, after Finish.
 func (a *Analysis) Producers() []profile.Producer { return a.prof.Producers() }
 
+// Timeline returns the produce latency per broker over capture time of
+// every answered exchange read (a copy).
+func (a *Analysis) Timeline() *profile.Timeline { return a.prof.Timeline() }
+
 // Errors returns the first malformed-input messages, in capture order,
 // then those of the key log lines that did not parse.
 func (a *Analysis) Errors() []string {

@@ -200,6 +200,10 @@ func (l *Live) Stats() detect.Stats { return l.p.det.Stats() }
 // Producers returns the producer profiles.
 func (l *Live) Producers() []profile.Producer { return l.prof.Producers() }
 
+// Timeline returns the produce latency per broker over capture time of
+// every answered exchange so far (a copy).
+func (l *Live) Timeline() *profile.Timeline { return l.prof.Timeline() }
+
 // Errors returns the first malformed-input messages, then those of the key
 // log lines that did not parse.
 func (l *Live) Errors() []string { return append(l.p.dec.Errors(), l.tls.malformed()...) }

@@ -136,7 +136,10 @@ type BrokerLatency struct {
 	Succeeded          int64
 	SucceededP50Millis float64
 	SucceededP99Millis float64
-	all, ok            *Sketch
+	// Histogram is the latency of the answered requests in bars of one
+	// octave (Sketch.Histogram); nil when none was answered.
+	Histogram []HistogramBin
+	all, ok   *Sketch
 }
 
 // CauseCount counts the re-sends of one cause.
@@ -204,6 +207,9 @@ type Options struct {
 	// and evicts the batch touched least recently). 0 means
 	// DefaultMaxPending.
 	MaxPending int
+	// TimelineBuckets is the number of buckets of the Timeline; 0 means
+	// DefaultTimelineBuckets.
+	TimelineBuckets int
 }
 
 // producerKey identifies a producer.
@@ -256,6 +262,10 @@ type Profiler struct {
 	seq        uint32
 	newest     int64            // newest packet time seen, Unix ns
 	verdicts   []detect.Verdict // the verdicts of findings seen (verdictCode)
+
+	// tl is the produce latency per broker over capture time of every
+	// answered exchange, of every producer (those beyond max too).
+	tl *Timeline
 }
 
 // New returns an empty Profiler.
@@ -268,8 +278,13 @@ func New(opts Options) *Profiler {
 	}
 	return &Profiler{max: opts.MaxProducers, m: make(map[producerKey]*producerState),
 		revisable: int64(max(opts.Revisable, 0)), maxPending: opts.MaxPending,
-		pending: make(map[uint64]pendingFinding), newest: math.MinInt64}
+		pending: make(map[uint64]pendingFinding), newest: math.MinInt64,
+		tl: NewTimeline(opts.TimelineBuckets)}
 }
+
+// Timeline returns a copy of the produce latency per broker over capture
+// time of every answered exchange handed to Produce.
+func (pr *Profiler) Timeline() *Timeline { return pr.tl.Clone() }
 
 // Omitted counts the exchanges of producers beyond MaxProducers.
 func (pr *Profiler) Omitted() int64 { return pr.omitted }
@@ -292,6 +307,9 @@ func (pr *Profiler) Produce(x *decode.Exchange) {
 	var ip netip.Addr
 	if x.Conn != nil {
 		ip = x.Conn.Client.Addr()
+		if x.Responded {
+			pr.tl.Add(x.Conn.Broker, x.RequestTime, x.ResponseTime.Sub(x.RequestTime))
+		}
 	}
 	pid := int64(-1)
 	if len(x.Batches) > 0 {
@@ -512,6 +530,7 @@ func latencyOf(broker netip.AddrPort, all, ok *Sketch) BrokerLatency {
 		Succeeded:          int64(ok.Count()),
 		SucceededP50Millis: millis(int64(ok.Quantile(0.5))),
 		SucceededP99Millis: millis(int64(ok.Quantile(0.99))),
+		Histogram:          all.Histogram(),
 	}
 }
 

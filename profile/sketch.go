@@ -102,3 +102,53 @@ func (s *Sketch) Quantile(q float64) time.Duration {
 	}
 	return s.max
 }
+
+// HistogramBin is one bar of a latency histogram: the durations in
+// [Low, High) ms, and how many; the last bar of all, from 2^31 µs (about
+// 36 minutes), also holds every longer one.
+type HistogramBin struct {
+	LowMillis, HighMillis float64
+	Count                 uint64
+}
+
+// Histogram returns the durations added as bars of one octave each (a
+// factor of two: 1-2 µs, 2-4 µs, ...; durations under 1 µs in a first bar
+// from 0), from the shortest bar holding a duration to the longest, the
+// empty ones between included; nil when empty. It reads the sketch's own
+// buckets, so it costs no memory beyond the bars returned (at most 33).
+func (s *Sketch) Histogram() []HistogramBin {
+	if s.n == 0 {
+		return nil
+	}
+	const octaves = (sketchBuckets-2)/sketchBucketsPerOctave + 1
+	var bins [octaves + 1]uint64
+	for i, c := range s.counts {
+		if c == 0 {
+			continue
+		}
+		o := 0 // under 1 µs
+		if i > 0 {
+			o = 1 + (i-1)/sketchBucketsPerOctave
+		}
+		bins[min(o, octaves)] += c
+	}
+	lo, hi := -1, -1
+	for i, c := range bins {
+		if c > 0 {
+			if lo < 0 {
+				lo = i
+			}
+			hi = i
+		}
+	}
+	out := make([]HistogramBin, 0, hi-lo+1)
+	for i := lo; i <= hi; i++ {
+		b := HistogramBin{Count: bins[i]}
+		if i > 0 {
+			b.LowMillis = math.Exp2(float64(i-1)) / 1000
+		}
+		b.HighMillis = math.Exp2(float64(i)) / 1000
+		out = append(out, b)
+	}
+	return out
+}

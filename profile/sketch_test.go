@@ -122,3 +122,40 @@ func TestSketchMerge(t *testing.T) {
 		})
 	}
 }
+
+func TestSketchHistogram(t *testing.T) {
+	us := time.Microsecond
+	tests := []struct {
+		name string
+		adds []time.Duration
+		want []HistogramBin
+	}{
+		{"empty", nil, nil},
+		{"under 1 µs", []time.Duration{0, 500 * time.Nanosecond}, []HistogramBin{{0, 0.001, 2}}},
+		{"one octave", []time.Duration{1 * time.Millisecond, 1500 * us}, []HistogramBin{{0.512, 1.024, 1}, {1.024, 2.048, 1}}},
+		{"gap kept", []time.Duration{3 * us, 40 * us}, []HistogramBin{{0.002, 0.004, 1}, {0.004, 0.008, 0}, {0.008, 0.016, 0}, {0.016, 0.032, 0}, {0.032, 0.064, 1}}},
+		{"longest in last bar", []time.Duration{10 * time.Hour, 20 * time.Hour}, []HistogramBin{{2147483.648, 4294967.296, 2}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s Sketch
+			for _, d := range tt.adds {
+				s.Add(d)
+			}
+			got := s.Histogram()
+			if len(got) != len(tt.want) {
+				t.Fatalf("histogram %v, want %v", got, tt.want)
+			}
+			var n uint64
+			for i := range got {
+				if math.Abs(got[i].LowMillis-tt.want[i].LowMillis) > 1e-9 || math.Abs(got[i].HighMillis-tt.want[i].HighMillis) > 1e-9 || got[i].Count != tt.want[i].Count {
+					t.Fatalf("histogram %v, want %v", got, tt.want)
+				}
+				n += got[i].Count
+			}
+			if n != s.Count() {
+				t.Errorf("bars hold %d, the sketch %d", n, s.Count())
+			}
+		})
+	}
+}

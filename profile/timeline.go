@@ -48,6 +48,16 @@ func NewTimeline(n int) *Timeline {
 	return &Timeline{n: n, width: minBucketWidth}
 }
 
+// Clone returns a deep copy of tl, which later Adds to tl do not change.
+func (tl *Timeline) Clone() *Timeline {
+	c := *tl
+	c.series = make([]timelineSeries, len(tl.series))
+	for i, s := range tl.series {
+		c.series[i] = timelineSeries{broker: s.broker, buckets: slices.Clone(s.buckets)}
+	}
+	return &c
+}
+
 // Add counts one answered request to broker, sent at t, of latency d.
 func (tl *Timeline) Add(broker netip.AddrPort, t time.Time, d time.Duration) {
 	i := tl.bucket(t)

@@ -77,3 +77,39 @@ func TestTimeline(t *testing.T) {
 		}
 	})
 }
+
+// TestTimelineClone: a clone does not change with later Adds to the
+// original.
+func TestTimelineClone(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	b1 := netip.MustParseAddrPort("10.0.0.1:9092")
+	tl := NewTimeline(4)
+	tl.Add(b1, t0, time.Millisecond)
+	c := tl.Clone()
+	tl.Add(b1, t0, time.Millisecond)
+	tl.Add(b1, t0.Add(time.Hour), time.Millisecond)
+	s := c.Series()
+	if len(s) != 1 || len(s[0].Buckets) != 1 || s[0].Buckets[0].Count != 1 || c.Width() != time.Millisecond {
+		t.Errorf("clone changed: %+v, width %v", s, c.Width())
+	}
+}
+
+// TestProfilerTimeline: the profiler's timeline counts every answered
+// exchange, of every broker, findings or not, and no unanswered one.
+func TestProfilerTimeline(t *testing.T) {
+	pr := New(Options{})
+	pr.Produce(ex(conn1, 1, 0, 5, 0, 0, plain(1)))
+	pr.Produce(ex(conn2, 2, 10, 12, 0, 1, plain(2)))
+	pr.Produce(noResp(ex(conn1, 3, 20, noAnswer, 0, 0, plain(3)), "connection_closed"))
+	s := pr.Timeline().Series()
+	if len(s) != 1 || s[0].Broker != conn1.Broker {
+		t.Fatalf("series %+v, want one of broker %v", s, conn1.Broker)
+	}
+	var n int64
+	for _, b := range s[0].Buckets {
+		n += b.Count
+	}
+	if n != 2 {
+		t.Errorf("%d answered requests counted, want 2", n)
+	}
+}

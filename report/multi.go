@@ -34,6 +34,22 @@ func (m multiWriter) Summary(s Summary) error {
 	return first
 }
 
+// Timeline hands the timeline to each of the writers that draw it
+// (TimelineWriter), in turn.
+func (m multiWriter) Timeline(tl *profile.Timeline) error {
+	var first error
+	for _, w := range m {
+		tw, ok := w.(TimelineWriter)
+		if !ok {
+			continue
+		}
+		if err := tw.Timeline(tl); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // Producers hands the producer profiles to each of the writers that write
 // them (ProducerWriter), in turn.
 func (m multiWriter) Producers(ps []profile.Producer) error {

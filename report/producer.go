@@ -19,6 +19,14 @@ type ProducerWriter interface {
 	Producers(ps []profile.Producer) error
 }
 
+// TimelineWriter is a Writer that also draws the produce latency per
+// broker over capture time of every answered exchange of the run (the
+// HTML page does; Multi hands it on). Call Timeline before Producers; the
+// writer may keep tl, which the caller no longer changes.
+type TimelineWriter interface {
+	Timeline(tl *profile.Timeline) error
+}
+
 // jsonProducer is one "type":"producer" line.
 type jsonProducer struct {
 	Type             string           `json:"type"`

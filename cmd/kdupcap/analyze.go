@@ -227,7 +227,7 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return exitFailure
 		}
 	}
-	if err := writeProducers(out, an.Producers()); err != nil {
+	if err := writeProducers(out, an.Producers(), an.Timeline()); err != nil {
 		fmt.Fprintf(stderr, "kdupcap: writing output: %v\n", err)
 		return exitFailure
 	}

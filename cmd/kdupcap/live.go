@@ -203,7 +203,7 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	r.run.Finish()
 	r.updateMetrics()
-	if err := writeProducers(r.out, r.run.Producers()); err != nil && r.writeErr == nil {
+	if err := writeProducers(r.out, r.run.Producers(), r.run.Timeline()); err != nil && r.writeErr == nil {
 		r.writeErr = err
 	}
 	if err := r.out.Summary(r.run.Summary()); err != nil && r.writeErr == nil {

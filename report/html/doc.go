@@ -10,9 +10,11 @@
 // returns a report.Writer (and report.ProducerWriter): cmd/kdupcap hands it
 // detect.Finding values, the profile.Producer profiles and the
 // report.Summary, as it does the table and JSON writers (`kdupcap analyze
-// --html FILE`, `--format html`). It imports detect, profile and report
-// only; it must never import capture, pipeline, cmd/kdupcap nor gopacket,
-// so it knows findings and profiles, never how they were found.
+// --html FILE`, `--format html`), and the run's profile.Timeline
+// (report.TimelineWriter). It imports detect, profile and report (and
+// decode, for the names of a connection's end) only; it must never import
+// capture, pipeline, cmd/kdupcap nor gopacket, so it knows findings and
+// profiles, never how they were found.
 //
 // # Design
 //
@@ -35,11 +37,19 @@
 //
 // # Timeline
 //
-// The latency drawn is that of the findings' answered attempts (the
-// report.Writer is handed findings, not every exchange), per broker and
-// bucket of capture time in a profile.Timeline (p50 and p99); each attempt
+// The latency drawn is that of every answered produce request of the
+// run, per broker and bucket of capture time: the profile.Timeline the
+// profiler keeps of every exchange, handed to Timeline (p50 and p99). A
+// writer given none (a caller that only has findings) draws the findings'
+// answered attempts instead, and the page says which it drew. Each attempt
 // after a finding's first is a mark at its send time, in the row and
 // colour of the finding's verdict.
+//
+// # Per producer
+//
+// Its settings read off the wire, diagnosis and fix, latency per broker
+// (p50, p99, maximum bars), a latency histogram per broker (one bar per
+// octave, profile.BrokerLatency.Histogram) and its re-sends by cause.
 //
 // # Bounds and ownership
 //
@@ -58,13 +68,15 @@
 //
 // # Files
 //
-//   - writer.go: Writer, New, Options; Finding and Producers, which keep
-//     what the page draws.
+//   - writer.go: Writer, New, Options; Finding, Timeline and Producers,
+//     which keep what the page draws.
 //   - page.go: Summary and the page's template.
-//   - svg.go: the drawings: a finding's lanes, a producer's latency per
-//     broker, the timeline.
+//   - svg.go: the drawings: a finding's lanes, a producer's latency and
+//     histogram per broker, the timeline.
 //   - assets.go: the embedded style and script (assets/page.css,
 //     assets/page.js).
+//   - drawing_test.go: the client's timeout interval (and its false
+//     positives), the run's timeline, the histograms.
 //   - html_test.go: the page parses, fetches nothing, escapes what it
 //     shows and stays under 5 MB for 5000 and 100000 findings. The tests
 //     of the pages of the testdata captures (numbers equal to the JSON

@@ -20,6 +20,7 @@ type page struct {
 	Findings    int
 	Files       []string
 	Timeline    timelineDrawing
+	TimelineAll bool // of every answered request, not only the findings'
 	MarksOut    int
 	Rows        []findingRow
 	RowsOut     int
@@ -27,6 +28,7 @@ type page struct {
 	Harmless    []findingFull
 	FullOut     int
 	Hidden      int
+	Evicted     int
 	Producers   []producerView
 	ProdsOut    int
 	Colours     []verdictColour
@@ -52,7 +54,7 @@ func (w *Writer) Summary(s report.Summary) error {
 	}
 	w.done = true
 	p := page{Title: w.opts.Title, Held: w.head.Held(), Findings: w.seen, Files: s.Files,
-		MarksOut: w.marksOut, Rows: w.rows, RowsOut: w.rowsOut, FullOut: w.fullOut, Hidden: w.hidden,
+		MarksOut: w.marksOut, Rows: w.rows, RowsOut: w.rowsOut, FullOut: w.fullOut, Hidden: w.hidden, Evicted: w.opts.Evicted,
 		Producers: w.producers, ProdsOut: w.producersOut, Interrupted: s.Interrupted}
 	for _, l := range strings.Split(strings.TrimRight(w.head.Text(&s), "\n"), "\n") {
 		if l != "" {
@@ -75,6 +77,7 @@ func (w *Writer) Summary(s report.Summary) error {
 		}
 	}
 	p.Timeline = drawTimeline(w.tl, w.marks, w.first, w.last)
+	p.TimelineAll = w.tlAll
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, &p); err != nil {
 		return fmt.Errorf("report/html: drawing the page: %w", err)
@@ -107,6 +110,7 @@ var pageHTML = `<!DOCTYPE html>
 {{end}}</pre>{{else}}<p>No batch was sent more than once.</p>{{end}}
 {{range .Status}}<p class="status">{{.}}</p>{{end}}
 {{if .Interrupted}}<p class="status">Interrupted by {{.Interrupted}}: these are the findings of what was read.</p>{{end}}
+{{if .Evicted}}<p class="status" id="evicted">{{.Evicted}} findings reported earlier in the run are not on this page (it keeps the {{.Findings}} reported last): the counts per verdict take every finding of the run, the headline, the records held twice, the table and the timeline's marks those {{.Findings}}.</p>{{end}}
 <dl class="counts">
 <div><dt>findings</dt><dd id="n-findings">{{.Findings}}</dd></div>
 {{range .Verdicts}}<div><dt><span class="sw v{{.Index}}"></span>{{.Verdict}}</dt><dd data-verdict="{{.Verdict}}">{{.Count}}</dd></div>
@@ -119,7 +123,7 @@ var pageHTML = `<!DOCTYPE html>
 <section id="timeline" aria-label="timeline">
 <h2>Timeline</h2>
 {{with .Timeline}}{{if .SVG}}
-<p class="note">Produce latency per broker of the findings' answered attempts over capture time ({{.Buckets}} buckets of {{.Width}}; solid p50, dashed p99, up to {{.YMax}} ms); under it every re-send, one row per verdict. Wheel or +/− to zoom, drag or ←/→ to pan; click a mark to open its finding.</p>
+<p class="note">Produce latency per broker of {{if $.TimelineAll}}every answered request{{else}}the findings' answered attempts{{end}} over capture time ({{.Buckets}} buckets of {{.Width}}; solid p50, dashed p99, up to {{.YMax}} ms); under it every re-send, one row per verdict. Wheel or +/− to zoom, drag or ←/→ to pan; click a mark to open its finding.</p>
 <div class="tlctl" role="toolbar" aria-label="timeline zoom"><button type="button" data-z="in" aria-label="zoom in">+</button><button type="button" data-z="out" aria-label="zoom out">−</button><button type="button" data-z="left" aria-label="pan left">←</button><button type="button" data-z="right" aria-label="pan right">→</button><button type="button" data-z="reset">reset</button><span id="tlrange"></span></div>
 <div class="tlwrap" tabindex="0"><div class="ylab" aria-hidden="true"><span>{{.YMax}} ms</span><span>{{.YMid}} ms</span><span>0</span></div>{{.SVG}}</div>
 <div class="axis" id="tlaxis">{{range .Axis}}<span>{{.}}</span>{{end}}</div>
@@ -155,6 +159,7 @@ var pageHTML = `<!DOCTYPE html>
 {{if .Diagnosis}}<p class="diag">{{.Diagnosis}}</p>{{end}}
 {{if .Fix}}<p><strong>Fix:</strong> {{.Fix}}</p>{{end}}
 {{if .Latency}}<h4>Latency per broker</h4><p class="note">bars: p50, p99, max</p>{{.Latency}}{{end}}
+{{if .Histogram}}<h4>Latency histogram per broker</h4><p class="note">answered requests per octave of latency (a bar from t to 2t), on a scale per broker</p>{{.Histogram}}{{end}}
 {{if .Causes}}<h4>Re-sends by cause ({{.Resends}} re-sends of {{.Resent}} batches)</h4><ul class="causes">{{range .Causes}}<li><span class="bar" style="width:{{printf "%.0f" .Width}}%"></span>{{.Cause}}: {{.Count}}</li>{{end}}</ul>{{end}}
 </article>
 {{else}}<p>No producer profiled.</p>{{end}}

@@ -6,9 +6,11 @@ import (
 	"html/template"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/profile"
 )
@@ -36,8 +38,10 @@ const (
 )
 
 // drawLanes draws f's attempts on a time axis, one lane per connection:
-// a mark at each send, a line to its answer, the request timeout as a
-// faint interval.
+// a mark at each send, a line to its answer, the request timeout sent to
+// the broker as a faint interval and, when the client ended the
+// connection with the attempt unanswered, the client's own timeout (from
+// the send to its FIN or RST) as an interval above the lane.
 func drawLanes(f *detect.Finding) svgText {
 	if len(f.Attempts) == 0 {
 		return ""
@@ -54,6 +58,9 @@ func drawLanes(f *detect.Finding) svgText {
 		t1 = maxTime(t1, a.Time)
 		if a.Response != nil {
 			t1 = maxTime(t1, a.Response.Time)
+		}
+		if gaveUp(a) {
+			t1 = maxTime(t1, a.End.Time)
 		}
 	}
 	span := t1.Sub(t0)
@@ -81,6 +88,12 @@ func drawLanes(f *detect.Finding) svgText {
 			fmt.Fprintf(&b, `<rect x="%s" y="%s" width="%s" height="8" class="timeout"><title>request timeout %d ms</title></rect>`,
 				num(xs), num(y+4), num(max(xe-xs, 1)), a.TimeoutMillis)
 		}
+		if gaveUp(a) {
+			xe := min(x(a.End.Time), lanesWidth-10)
+			wait := a.End.Time.Sub(a.Time)
+			fmt.Fprintf(&b, `<rect x="%s" y="%s" width="%s" height="6" class="ctimeout"><title>the client's own timeout: it waited %s ms for an answer, then ended the connection (%s)</title></rect>`,
+				num(xs), num(y-10), num(max(xe-xs, 1)), esc(msText(float64(wait)/1e6)), esc(a.End.String()))
+		}
 		answer := "no answer: " + string(a.NoResponse)
 		cls := "noans"
 		if r := a.Response; r != nil {
@@ -99,6 +112,13 @@ func drawLanes(f *detect.Finding) svgText {
 	fmt.Fprintf(&b, `<text x="%s" y="%s" class="lbl">0</text><text x="%s" y="%s" class="lbl" text-anchor="end">+%s ms</text></svg>`,
 		num(lanesLeft), num(h-4), num(lanesWidth-10), num(h-4), esc(msText(float64(span)/1e6)))
 	return svgText(b.String())
+}
+
+// gaveUp reports whether the client ended a's connection with a still
+// unanswered: the time from its send to that end is the client's own
+// timeout, which the page draws as an interval.
+func gaveUp(a *detect.Attempt) bool {
+	return a.Response == nil && a.End != nil && a.End.By == decode.EndByClient && !a.End.Time.Before(a.Time)
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -143,6 +163,67 @@ func drawLatency(ls []profile.BrokerLatency) svgText {
 	return svgText(b.String())
 }
 
+// drawHistograms draws a producer's latency histogram per broker: a bar
+// per octave of latency (profile.HistogramBin), on an axis of octaves
+// common to its brokers and a count scale per broker.
+func drawHistograms(ls []profile.BrokerLatency) svgText {
+	// A bin's octave: its upper bound is 2^k µs.
+	oct := func(b profile.HistogramBin) int { return int(math.Round(math.Log2(b.HighMillis * 1000))) }
+	first, last := math.MaxInt, -1
+	var lo, hi float64
+	for _, l := range ls {
+		if n := len(l.Histogram); n > 0 {
+			if k := oct(l.Histogram[0]); k < first {
+				first, lo = k, l.Histogram[0].LowMillis
+			}
+			if k := oct(l.Histogram[n-1]); k > last {
+				last, hi = k, l.Histogram[n-1].HighMillis
+			}
+		}
+	}
+	if last < 0 {
+		return ""
+	}
+	nb := last - first + 1
+	const w, left, row, bh = 600.0, 150.0, 46.0, 30.0
+	bw := (w - left - 10) / float64(max(nb, 1))
+	h := row*float64(len(ls)) + 14
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="hist" viewBox="0 0 %s %s" role="img" aria-label="produce latency histogram per broker">`, num(w), num(h))
+	for i, l := range ls {
+		y := row * float64(i)
+		fmt.Fprintf(&b, `<text x="2" y="%s" class="lbl">%s</text>`, num(y+bh/2+4), esc(l.Broker.String()))
+		var most uint64
+		for _, bin := range l.Histogram {
+			most = max(most, bin.Count)
+		}
+		for _, bin := range l.Histogram {
+			if bin.Count == 0 {
+				continue
+			}
+			bhv := bh * float64(bin.Count) / float64(most)
+			fmt.Fprintf(&b, `<rect x="%s" y="%s" width="%s" height="%s" class="hbar" data-n="%d"><title>%s: %d answered in %s to %s</title></rect>`,
+				num(left+bw*float64(oct(bin)-first)+1), num(y+bh-bhv+2), num(max(bw-2, 1)), num(max(bhv, 1)), bin.Count,
+				esc(l.Broker.String()), bin.Count, esc(msBound(bin.LowMillis)), esc(msBound(bin.HighMillis)))
+		}
+	}
+	fmt.Fprintf(&b, `<text x="%s" y="%s" class="lbl">%s</text><text x="%s" y="%s" class="lbl" text-anchor="end">%s</text></svg>`,
+		num(left), num(h-2), esc(msBound(lo)), num(w-10), num(h-2), esc(msBound(hi)))
+	return svgText(b.String())
+}
+
+// msBound prints a bin's bound (a power of two µs) to three significant
+// digits in the unit that reads best: 64 µs, 1.02 ms, 524 ms, 2.1 s.
+func msBound(ms float64) string {
+	switch {
+	case ms < 1:
+		return strconv.FormatFloat(ms*1000, 'f', 0, 64) + " µs"
+	case ms < 1000:
+		return strconv.FormatFloat(ms, 'g', 3, 64) + " ms"
+	}
+	return strconv.FormatFloat(ms/1000, 'g', 3, 64) + " s"
+}
+
 // Timeline geometry: the drawing's width (the viewBox the script zooms),
 // the latency chart's height, and the strip of re-send marks under it
 // (one row per verdict).
@@ -184,9 +265,11 @@ func drawTimeline(tl *profile.Timeline, marks []mark, first, last time.Time) tim
 	x := func(t time.Time) float64 { return tlWidth * float64(t.Sub(first)) / float64(span) }
 	series := tl.Series()
 	var most float64
+	var answered int64
 	for _, s := range series {
 		for _, bk := range s.Buckets {
 			most = max(most, bk.P99Millis)
+			answered += bk.Count
 		}
 		d.Buckets = max(d.Buckets, len(s.Buckets))
 	}
@@ -198,8 +281,8 @@ func drawTimeline(tl *profile.Timeline, marks []mark, first, last time.Time) tim
 	h := tlChart + 8 + tlMarkRow*float64(verdictIndex(detect.Rejected)+1)
 	y := func(ms float64) float64 { return tlChart - tlChart*ms/most }
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg id="tl" viewBox="0 0 %s %s" preserveAspectRatio="none" role="img" aria-label="produce latency per broker over capture time, re-sends marked" data-t0="%d" data-span="%s">`,
-		num(tlWidth), num(h), d.T0Ms, num(d.SpanMs))
+	fmt.Fprintf(&b, `<svg id="tl" viewBox="0 0 %s %s" preserveAspectRatio="none" role="img" aria-label="produce latency per broker over capture time, re-sends marked" data-t0="%d" data-span="%s" data-answered="%d">`,
+		num(tlWidth), num(h), d.T0Ms, num(d.SpanMs), answered)
 	for _, g := range []float64{0, 0.25, 0.5, 0.75, 1} {
 		fmt.Fprintf(&b, `<line x1="0" x2="%s" y1="%s" y2="%s" class="grid"/>`, num(tlWidth), num(y(most*g)), num(y(most*g)))
 	}

@@ -38,6 +38,9 @@ type Options struct {
 	// MaxFull, MaxRows, MaxMarks, MaxProducers and MaxFullBytes bound the
 	// page; each 0 takes its Default.
 	MaxFull, MaxRows, MaxMarks, MaxProducers, MaxFullBytes int
+	// Evicted counts the findings of the run not handed to the Writer (a
+	// Store's evictions); the page says so.
+	Evicted int
 }
 
 // Writer is the HTML report.Writer (and report.ProducerWriter): it keeps
@@ -48,6 +51,9 @@ type Writer struct {
 	opts Options
 	head *report.Headline
 	tl   *profile.Timeline
+	// tlAll: tl is the run's, of every answered exchange (Timeline), not
+	// the one of the findings' attempts.
+	tlAll bool
 
 	seen     int
 	rows     []findingRow
@@ -164,15 +170,18 @@ func verdictIndex(v detect.Verdict) int {
 // Finding takes f: counts it for the headline, adds its answered attempts
 // to the timeline and its re-sends to the marks, and keeps its row and
 // drawing within the bounds. It keeps no reference into f.
-func (w *Writer) Finding(f detect.Finding) error {
+func (w *Writer) Finding(f detect.Finding) error { return w.finding(f, w.seen+1) }
+
+// finding is Finding with f numbered num on the page (a Store's findings
+// keep the number of their first report).
+func (w *Writer) finding(f detect.Finding, num int) error {
 	w.seen++
-	num := w.seen
 	w.head.Finding(&f)
 	vi := verdictIndex(f.Verdict)
 	for i := range f.Attempts {
 		a := &f.Attempts[i]
 		w.span(a.Time)
-		if a.Response != nil {
+		if a.Response != nil && !w.tlAll {
 			w.tl.Add(a.Broker, a.Time, time.Duration(a.Response.LatencyMillis*float64(time.Millisecond)))
 			w.span(a.Response.Time)
 		}
@@ -331,6 +340,7 @@ type producerView struct {
 	Diagnosis string
 	Fix       string
 	Latency   svgText
+	Histogram svgText
 	Causes    []causeView
 	Resent    int64
 	Resends   int64
@@ -340,6 +350,19 @@ type causeView struct {
 	Cause string
 	Count int64
 	Width float64 // percent of the most
+}
+
+// Timeline takes the run's produce latency per broker over capture time,
+// of every answered exchange, in place of the one the writer draws from
+// the findings' attempts; it keeps tl.
+func (w *Writer) Timeline(tl *profile.Timeline) error {
+	if tl == nil || tl.Start().IsZero() {
+		return nil
+	}
+	w.tl, w.tlAll = tl, true
+	w.span(tl.Start())
+	w.span(tl.End())
+	return nil
 }
 
 // Producers keeps each producer's settings, diagnosis, latency per broker
@@ -403,5 +426,6 @@ func producerOf(p *profile.Producer) producerView {
 		v.Causes = append(v.Causes, causeView{Cause: name, Count: c.Count, Width: 100 * float64(c.Count) / float64(max(most, 1))})
 	}
 	v.Latency = drawLatency(p.Latency)
+	v.Histogram = drawHistograms(p.Latency)
 	return v
 }
