@@ -14,6 +14,22 @@ import (
 	"time"
 )
 
+// NodeRun is what the Node.js producers (KafkaJS, Platformatic) share:
+// how the values are sent and where the program and its output are.
+type NodeRun struct {
+	// PerSend is how many values one send() call carries (one batch a
+	// partition, one request); each call is waited for. 0 means 1.
+	PerSend int
+	// Partitions spreads value i to partition i % Partitions; 0 means 1.
+	Partitions int32
+	// Dir is the directory holding the scripts and node_modules; "" means
+	// this package's js directory (JSDir).
+	Dir string
+	// Log receives the program's output (one line a value acknowledged,
+	// then the client's warnings or error), if set.
+	Log func(string)
+}
+
 // KafkaJS configures the kafkajs 2.2.4 producer KafkajsProduce runs
 // (js/kafkajs_produce.js, under Node.js). Zero fields take the defaults
 // named, chosen so that a fault makes it re-send within a second.
@@ -70,17 +86,9 @@ type KafkaJS struct {
 	RetryBackoff time.Duration
 	// MaxInFlight is maxInFlightRequests; 0 means 1.
 	MaxInFlight int
-	// PerSend is how many values one send() call carries (one batch a
-	// partition, one request); each call is waited for. 0 means 1.
-	PerSend int
-	// Partitions spreads value i to partition i % Partitions; 0 means 1.
-	Partitions int32
-	// Dir is the directory holding the scripts and node_modules; "" means
-	// this package's js directory (JSDir).
-	Dir string
-	// Log receives the program's output (one line a value acknowledged,
-	// then kafkajs's warnings), if set.
-	Log func(string)
+	// NodeRun says how the values are sent and where the program's
+	// output goes (kafkajs's warnings after the acknowledgements).
+	NodeRun
 }
 
 // KafkajsProduce returns a ProduceFunc that writes the values with kafkajs

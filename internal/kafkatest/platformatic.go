@@ -63,17 +63,9 @@ type Platformatic struct {
 	RetryBackoff time.Duration
 	// MaxInFlight is maxInflights; 0 means 1.
 	MaxInFlight int
-	// PerSend is how many values one send() call carries (one batch a
-	// partition, one request); each call is waited for. 0 means 1.
-	PerSend int
-	// Partitions spreads value i to partition i % Partitions; 0 means 1.
-	Partitions int32
-	// Dir is the directory holding the scripts and node_modules; "" means
-	// JSDir.
-	Dir string
-	// Log receives the program's output (one line a value acknowledged,
-	// then any error), if set.
-	Log func(string)
+	// NodeRun says how the values are sent and where the program's
+	// output goes (any error after the acknowledgements).
+	NodeRun
 }
 
 // PlatformaticProduce returns a ProduceFunc that writes the values with
