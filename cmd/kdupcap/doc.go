@@ -25,8 +25,8 @@
 // what is pending and prints the producer profiles and the summary. It gives
 // text, lines or JSON on standard output, warnings and the progress bar on
 // standard error, the pcap of --write-dups and the evidence files of live,
-// the /metrics endpoint and emitted records. run takes the arguments and
-// streams, with a local FlagSet for each subcommand, so tests call it
+// the /metrics and /report endpoints and emitted records. run takes the
+// arguments and streams, with a local FlagSet for each subcommand, so tests call it
 // directly; main only hands it the process's own.
 //
 // # Who owns the bytes
@@ -74,5 +74,7 @@
 //   - cluster.go: the repeated --cluster NAME=HOST:PORT[,HOST:PORT...] flag.
 //   - live.go: kdupcap live: its flags, signals, sinks, status lines and
 //     metrics.
+//   - livereport.go: live's /report, the HTML page of the run so far
+//     (report/html's Store), asked of the run's goroutine at its ticks.
 //   - producers.go: writing the producer profiles when the writer takes them.
 package main

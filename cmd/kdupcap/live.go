@@ -21,6 +21,7 @@ import (
 	"github.com/kdupcap/kdupcap/pipeline"
 	"github.com/kdupcap/kdupcap/report"
 	"github.com/kdupcap/kdupcap/report/emit"
+	"github.com/kdupcap/kdupcap/report/html"
 	"github.com/kdupcap/kdupcap/report/metrics"
 )
 
@@ -61,7 +62,7 @@ func liveFlags(cfg *liveConfig, stderrIsTerminal bool) (*flag.FlagSet, *stageFla
 	fs := newFlagSet("kdupcap live")
 	fs.StringVar(&cfg.iface, "i", "", "`INTERFACE` to capture on, or \"any\" for all of them (required)")
 	choiceVar(fs, &cfg.format, "format", "lines", []string{"lines", "json"}, "output format: lines (one line per finding) or json (JSON Lines, as analyze)")
-	fs.StringVar(&cfg.metricsAddr, "metrics", "", "serve Prometheus metrics on `ADDR` (e.g. :9464) at /metrics")
+	fs.StringVar(&cfg.metricsAddr, "metrics", "", "serve Prometheus metrics on `ADDR` (e.g. :9464) at /metrics, and the HTML report of the run so far at /report")
 	fs.StringVar(&cfg.emit, "emit", "", "also publish every finding as a JSON record to `kafka://HOST:PORT[,HOST:PORT]/TOPIC`")
 	o := &cfg.opts
 	sf := addStageFlags(fs, &o.Options, stageUsage{port: "comma-separated broker `PORTS` to capture (the kernel filter keeps only these)",
@@ -135,6 +136,7 @@ type liveRun struct {
 	metrics *metrics.Exporter
 	emitter *emit.Kafka
 	server  *http.Server // of the metrics, closed by closeSinks
+	report  *liveReport  // the server's /report
 
 	writeErr    error
 	start       time.Time
@@ -197,7 +199,11 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	r.start = time.Now()
 	r.nextMetrics, r.nextStatus = r.start.Add(metricsEvery), r.start.Add(cfg.statsEvery)
-	if err := r.run.Run(ctx); err != nil {
+	err = r.run.Run(ctx)
+	if r.report != nil {
+		r.report.end()
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "kdupcap: reading %s: %v\n", cfg.iface, err)
 	}
 
@@ -248,12 +254,15 @@ func (r *liveRun) openSinks() int {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", m.Handler())
+		st := html.NewStore(html.StoreOptions{Options: html.Options{Title: "kdupcap live report"}})
+		r.report = newLiveReport(st)
+		mux.Handle("/report", r.report)
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go srv.Serve(ln)
 		r.server = srv
 		r.metrics = m
-		ws = append(ws, m)
-		fmt.Fprintf(r.stderr, "kdupcap: metrics on http://%s/metrics\n", ln.Addr())
+		ws = append(ws, m, st)
+		fmt.Fprintf(r.stderr, "kdupcap: metrics on http://%s/metrics, report on http://%s/report\n", ln.Addr(), ln.Addr())
 	}
 	if cfg.emit != "" {
 		seeds, topic, _ := emit.ParseURL(cfg.emit)
@@ -273,6 +282,9 @@ func (r *liveRun) openSinks() int {
 // records, reporting false if some failed (said on stderr). A second call
 // does nothing and reports true.
 func (r *liveRun) closeSinks() bool {
+	if r.report != nil {
+		r.report.end()
+	}
 	if r.server != nil {
 		r.server.Close()
 		r.server = nil
@@ -306,9 +318,12 @@ func (r *liveRun) exchange(x *decode.Exchange) {
 	r.metrics.ObserveProduceLatency(x.Batches[0].Topic, x.ResponseTime.Sub(x.RequestTime).Seconds())
 }
 
-// tick brings the metrics up to date every metricsEvery and prints a status
-// line every --stats-every.
+// tick brings the metrics up to date every metricsEvery, prints a status
+// line every --stats-every and answers the requests for /report.
 func (r *liveRun) tick(now time.Time) {
+	if r.report != nil {
+		r.report.answer(r.reportPage)
+	}
 	if now.After(r.nextMetrics) {
 		r.updateMetrics()
 		r.nextMetrics = now.Add(metricsEvery)

@@ -61,6 +61,22 @@
 // counted and the page says so. The defaults keep a page of thousands of
 // findings under 5 MB. The page is written at Summary, in one Write.
 //
+// # A live run's page
+//
+// A live run reports a finding as soon as it is decided, and again, with
+// the same Finding.ID, when a later attempt revises it; its page (`kdupcap
+// live --metrics`, at /report) is asked for at any time. A Store is the
+// report.Writer that keeps the latest report of each finding: at most
+// DefaultStoreFindings of them, of at most DefaultStoreBytes (an
+// estimate), of each only what a page shows and counts (20 records, 64
+// bytes of a key or value, no headers; a record-level finding's other
+// records by their copies alone); past a bound it forgets the finding
+// reported longest ago and counts it (Options.Evicted, which the page
+// says). Store.Page hands a fresh Writer the findings kept, in the order
+// first reported, each numbered as the run's Nth finding (#fN names the
+// same finding on every page of the run); the caller hands it the
+// producers and the summary of the run so far.
+//
 // # Bad input
 //
 // Names and bytes off the wire are shown through report.Printable and
@@ -71,6 +87,8 @@
 //   - writer.go: Writer, New, Options; Finding, Timeline and Producers,
 //     which keep what the page draws.
 //   - page.go: Summary and the page's template.
+//   - store.go: Store, the latest report of each finding of a live run,
+//     bounded, and its Page.
 //   - svg.go: the drawings: a finding's lanes, a producer's latency and
 //     histogram per broker, the timeline.
 //   - assets.go: the embedded style and script (assets/page.css,
@@ -81,4 +99,8 @@
 //     shows and stays under 5 MB for 5000 and 100000 findings. The tests
 //     of the pages of the testdata captures (numbers equal to the JSON
 //     output's, headless Chromium) are cmd/kdupcap's html_test.go.
+//   - store_test.go: a revision replaces its finding's report, the bounds
+//     evict the finding reported longest ago and the page says so, the
+//     page draws each finding once, as the page of the latest reports.
+//     The test of live's /report is cmd/kdupcap's livereport_test.go.
 package html
