@@ -3,18 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/kdupcap/kdupcap/internal/testenv"
 	"golang.org/x/net/html"
 )
 
@@ -73,6 +69,7 @@ func TestHTMLInputFile(t *testing.T) {
 type pageNumbers struct {
 	numbers  map[string]string // verdict or count name: its number
 	attempts []int             // per finding, in order
+	kept     []int             // per finding, the attempts kept (readJSON: attempts_omitted left out)
 }
 
 // readPage parses b as HTML, fails on any http(s) src or href, and reads
@@ -160,6 +157,7 @@ func readJSON(t *testing.T, b []byte) pageNumbers {
 		case "producer":
 		default:
 			p.attempts = append(p.attempts, len(line.Attempts)+line.Omitted)
+			p.kept = append(p.kept, len(line.Attempts))
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -169,65 +167,6 @@ func readJSON(t *testing.T, b []byte) pageNumbers {
 		t.Fatal("no summary line in the JSON output")
 	}
 	return p
-}
-
-// TestHTMLChromium opens the page of each testdata capture in headless
-// Chromium, with every host lookup refused: its script runs to its end
-// with no console error, a link to a finding (#fN, what a click on its
-// mark does) opens it; the first capture's screenshot at 1280x800,
-// written under the test's output (go test -artifacts), is not blank.
-func TestHTMLChromium(t *testing.T) {
-	chromium := testenv.Tool(t, "chromium")
-	out := t.ArtifactDir()
-	for i, file := range captureFiles(t) {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			t.Parallel()
-			page := filepath.Join(t.TempDir(), "report.html")
-			var stdout, stderr bytes.Buffer
-			if code := run([]string{"analyze", "--format", "json", "--html", page, file}, nil, &stdout, &stderr); code != exitOK {
-				t.Fatalf("exit %d: %s", code, stderr.String())
-			}
-			want := readJSON(t, stdout.Bytes())
-			last := len(want.attempts) // the last finding: harmless ones are folded
-			dom, logs := headless(t, chromium, "--dump-dom", "file://"+page+"#f"+strconv.Itoa(last))
-			if strings.Contains(logs, "CONSOLE") || strings.Contains(logs, "Uncaught") {
-				t.Errorf("console output:\n%s", logs)
-			}
-			if !strings.Contains(dom, `data-ready="1"`) {
-				t.Fatalf("the page's script did not run to its end:\n%s", logs)
-			}
-			if last > 0 && !strings.Contains(dom, `<details class="finding hl" id="f`+strconv.Itoa(last)+`"`) {
-				t.Errorf("#f%d did not open finding %d", last, last)
-			}
-			if i > 0 {
-				return
-			}
-			shot := filepath.Join(out, strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))+".png")
-			headless(t, chromium, "--screenshot="+shot, "file://"+page)
-			if v := pixelVariance(t, shot); v < 100 {
-				t.Errorf("screenshot %s is blank: luminance variance %.1f", shot, v)
-			}
-		})
-	}
-}
-
-// headless runs Chromium on one page, with no network (every host lookup
-// refused, the background services off), a new profile and a 1280x800
-// window; it returns stdout and the browser's log.
-func headless(t *testing.T, chromium string, args ...string) (stdout, logs string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium, append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--host-resolver-rules=MAP * ~NOTFOUND", "--enable-logging=stderr", "--v=0",
-		"--user-data-dir=" + t.TempDir(), "--window-size=1280,800"}, args...)...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %s: %v\n%s", strings.Join(args, " "), err, e.String())
-	}
-	return o.String(), e.String()
 }
 
 // pixelVariance is the variance of the luminance of a PNG's pixels: 0 for

@@ -47,12 +47,13 @@ type batchSpec struct {
 // batchBuilder builds RecordBatch v2 bytes with kmsg; it reuses its scratch
 // buffers, and every batch it returns is a new slice.
 type batchBuilder struct {
-	rng     *rand.Rand
-	comp    *compressor
-	records []byte
-	value   []byte
-	rec     []byte
-	seq     int64
+	rng      *rand.Rand
+	comp     *compressor
+	records  []byte
+	value    []byte
+	rec      []byte
+	seq      int64
+	maxValue int // Config.MaxValueBytes
 }
 
 // value fills b.value with n bytes of JSON-like text.
@@ -83,7 +84,7 @@ func (b *batchBuilder) build(s batchSpec) ([]byte, error) {
 		r := kmsg.Record{
 			TimestampDelta64: delta,
 			OffsetDelta:      i,
-			Value:            b.fillValue(minValueBytes + b.rng.IntN(maxValueBytes-minValueBytes+1)),
+			Value:            b.fillValue(minValueBytes + b.rng.IntN(b.maxValue-minValueBytes+1)),
 		}
 		if s.withKeys {
 			r.Key = strconv.AppendInt(nil, int64(b.rng.IntN(10000)), 10)

@@ -1,6 +1,9 @@
 package gencap
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+)
 
 // Config says what to generate. The zero value of every field picks its
 // default (see DefaultConfig); a negative ResendEvery or RetransmitEvery
@@ -36,6 +39,18 @@ type Config struct {
 	// packet, so that the capture decrypts with no key log file. It needs
 	// TLS.
 	Secrets bool `json:"secrets,omitempty"`
+	// AcksAll gives every producer acks=all, idempotent and not in turn,
+	// where producers otherwise cycle through four classes (acks=1 and
+	// acks=0 among them): with ResendEvery 1 every produce exchange but
+	// the capture's first is then a resend, for a capture of many findings
+	// in few bytes.
+	AcksAll bool `json:"acks_all,omitempty"`
+	// MaxRecords bounds the records of a batch (1..50; 0 is 50): each
+	// batch holds 1..MaxRecords.
+	MaxRecords int `json:"max_records,omitempty"`
+	// MaxValueBytes bounds a record's value (100..1000 bytes; 0 is 1000):
+	// each value is 100..MaxValueBytes long.
+	MaxValueBytes int `json:"max_value_bytes,omitempty"`
 }
 
 // Defaults used for zero Config fields.
@@ -59,6 +74,14 @@ func DefaultConfig() Config {
 		ResendEvery:     DefaultResendEvery,
 		RetransmitEvery: DefaultRetransmitEvery,
 	}
+}
+
+// batchShape is the most records of a batch and bytes of a value:
+// MaxRecords and MaxValueBytes, or the defaults for zero. They are not
+// filled in by withDefaults, so that the manifests of the captures made
+// before them (their Config) stay as they were.
+func (c Config) batchShape() (records, valueBytes int) {
+	return cmp.Or(c.MaxRecords, maxRecords), cmp.Or(c.MaxValueBytes, maxValueBytes)
 }
 
 // withDefaults fills zero fields and checks the rest.
@@ -90,6 +113,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("gencap: conns %d is outside 1..10000", c.Conns)
 	case c.Brokers < 0 || c.Brokers > 250:
 		return c, fmt.Errorf("gencap: brokers %d is outside 1..250", c.Brokers)
+	case c.MaxRecords < 0 || c.MaxRecords > maxRecords:
+		return c, fmt.Errorf("gencap: max records %d is outside %d..%d", c.MaxRecords, minRecords, maxRecords)
+	case c.MaxValueBytes != 0 && (c.MaxValueBytes < minValueBytes || c.MaxValueBytes > maxValueBytes):
+		return c, fmt.Errorf("gencap: max value bytes %d is outside %d..%d", c.MaxValueBytes, minValueBytes, maxValueBytes)
 	case c.Secrets && !c.TLS:
 		return c, fmt.Errorf("gencap: secrets (a pcapng carrying TLS keys) needs tls")
 	}

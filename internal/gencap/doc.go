@@ -27,6 +27,11 @@
 // timeout, a client ID, a codec); its batches are RecordBatch v2 built with
 // kmsg, really compressed, with idempotent producers numbering them by
 // sequence. Offsets come from a log per partition and never repeat.
+// Config.AcksAll leaves out the acks=1 and acks=0 producers, and
+// Config.MaxRecords and Config.MaxValueBytes make batches smaller (1..50
+// records of 100..1000 bytes by default): with ResendEvery 1 too, nearly
+// every exchange is a resend, some 1.3 KB of capture each (cmd/kdupcap's
+// 100000-finding HTML report test).
 //
 // # Known resends (the ground truth)
 //

@@ -47,6 +47,7 @@ type generator struct {
 	leaders        []int
 	nextProducerID int64
 
+	maxRecords  int   // Config.MaxRecords or its default
 	batchesSeen int64 // batches built, for ResendEvery
 	resendsOwed int64
 	// verdictTurn counts resends of non-idempotent [0] and idempotent [1]
@@ -84,12 +85,13 @@ func GenerateKeyLog(w, keys io.Writer, cfg Config) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	maxRecords, maxValue := cfg.batchShape()
 	seed := uint64(cfg.Seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	g := &generator{
 		cfg:     cfg,
 		rng:     rng,
-		builder: &batchBuilder{rng: rng, comp: comp},
+		builder: &batchBuilder{rng: rng, comp: comp, maxValue: maxValue},
 		man: &Manifest{
 			Config:  cfg,
 			Resends: []Resend{},
@@ -98,9 +100,10 @@ func GenerateKeyLog(w, keys io.Writer, cfg Config) (*Manifest, error) {
 				Verdicts:                 map[string]int64{},
 			},
 		},
-		bw:   bufio.NewWriterSize(w, 1<<20),
-		ser:  newSerializer(),
-		keys: keys,
+		maxRecords: maxRecords,
+		bw:         bufio.NewWriterSize(w, 1<<20),
+		ser:        newSerializer(),
+		keys:       keys,
 	}
 	if err := g.writeFileHeader(); err != nil {
 		return nil, err

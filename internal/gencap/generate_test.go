@@ -61,6 +61,10 @@ func TestGenerateConfigErrors(t *testing.T) {
 		{"mtu 9000", Config{MTU: 9000}},
 		{"negative conns", Config{Conns: -2}},
 		{"too many brokers", Config{Brokers: 251}},
+		{"51 records", Config{MaxRecords: 51}},
+		{"negative records", Config{MaxRecords: -1}},
+		{"values of 99 bytes", Config{MaxValueBytes: 99}},
+		{"values of 1001 bytes", Config{MaxValueBytes: 1001}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,6 +88,7 @@ func TestGenerateReadsBack(t *testing.T) {
 		{"ethernet", small(1500, 2)},
 		{"no resends or retransmissions", Config{TargetBytes: 1 << 20, MTU: 1500, Seed: 3, Conns: 5, ResendEvery: -1, RetransmitEvery: -1}},
 		{"one connection", Config{TargetBytes: 1 << 20, Seed: 4, Conns: 1, Brokers: 1, ResendEvery: 5}},
+		{"acks all, one small record a batch, every batch resent", Config{TargetBytes: 1 << 20, Seed: 5, ResendEvery: 1, RetransmitEvery: -1, AcksAll: true, MaxRecords: 1, MaxValueBytes: 100}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,6 +125,14 @@ func TestGenerateReadsBack(t *testing.T) {
 			}
 			if tt.cfg.ResendEvery < 0 && len(m.Resends) != 0 {
 				t.Errorf("%d resends with resends off", len(m.Resends))
+			}
+			if n := int64(tt.cfg.MaxRecords); n > 0 && rb.records > n*rb.batches {
+				t.Errorf("%d records in %d batches of at most %d", rb.records, rb.batches, n)
+			}
+			// Acks all and every batch resent: each exchange is a resend
+			// but the capture's first, made before any batch was owed.
+			if tt.cfg.AcksAll && tt.cfg.ResendEvery == 1 && tot.ProduceRequests != 2*tot.Resends+1 {
+				t.Errorf("acks all, every batch resent: %d produce requests for %d resends, want two each and one", tot.ProduceRequests, tot.Resends)
 			}
 			if tt.cfg.RetransmitEvery < 0 && tot.RetransmittedSegments != 0 {
 				t.Errorf("%d retransmissions with retransmissions off", tot.RetransmittedSegments)

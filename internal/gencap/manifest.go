@@ -25,6 +25,12 @@ type Manifest struct {
 	Resends []Resend `json:"resends"`
 	// TLS is set for a Config.TLS capture (tls.go).
 	TLS *TLSTotals `json:"tls,omitempty"`
+	// Port is the brokers' port when it is not 9092, and Source what made
+	// the capture when gencap did not: a capture of real clients
+	// (internal/kafkatest's BulkCapture, its broker on a free port), whose
+	// manifest holds its Resends, Totals.Packets and ProduceRequests.
+	Port   uint16 `json:"port,omitempty"`
+	Source string `json:"source,omitempty"`
 }
 
 // Totals counts what the capture holds. Batches and Records count every

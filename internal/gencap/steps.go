@@ -143,7 +143,7 @@ func (g *generator) newBatch(c *conn, part *partition, t int64) (batch []byte, s
 		producerID:    p.producerID,
 		producerEpoch: p.producerEpoch,
 		baseSequence:  -1,
-		records:       int32(g.between(minRecords, maxRecords)),
+		records:       int32(g.between(minRecords, int64(g.maxRecords))),
 		timestampMs:   t / 1000,
 		withKeys:      p.withKeys,
 	}

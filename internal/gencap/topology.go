@@ -111,7 +111,8 @@ func (g *generator) newTopology() {
 }
 
 // newProducer creates the i-th producer. Producers cycle through four
-// classes (idempotent acks=all; acks=all; acks=1; acks=0) and, offset by
+// classes (idempotent acks=all; acks=all; acks=1; acks=0), the first two
+// only with Config.AcksAll, and, offset by
 // the class, through versions, codecs and timeouts, so that every mix
 // appears with a few connections.
 func (g *generator) newProducer(i int) *producer {
@@ -131,7 +132,11 @@ func (g *generator) newProducer(i int) *producer {
 		p.codec = CodecLZ4
 	}
 	p.format = kmsg.NewRequestFormatter(kmsg.FormatterClientID(p.clientID))
-	switch i % 4 {
+	class := i % 4
+	if g.cfg.AcksAll {
+		class = i % 2
+	}
+	switch class {
 	case 0:
 		p.acks, p.idempotent = -1, true
 		p.producerID, p.producerEpoch = g.nextProducerID, 0

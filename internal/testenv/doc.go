@@ -1,8 +1,9 @@
 // Package testenv says whether what a test needs from the machine is there: a
-// program on PATH (tcpdump, kcat, tshark, setpriv), root, both for a capture
-// on loopback. A test that lacks one is skipped on a developer's machine, but
-// fails when the CI environment variable is set (non-empty, as CI services
-// set it): a CI run must not report ok with the real-traffic tests skipped.
+// program on PATH (tcpdump, kcat, tshark, setpriv, chromium), root, both for
+// a capture on loopback. A test that lacks one is skipped on a developer's
+// machine, but fails when the CI environment variable is set (non-empty, as
+// CI services set it): a CI run must not report ok with the real-traffic
+// tests skipped.
 // .ci/run installs every program listed here.
 //
 // # Place in the flow

@@ -19,7 +19,7 @@ func TestCIHasEverything(t *testing.T) {
 	if err := CaptureErr(); err != nil {
 		t.Error(err)
 	}
-	for _, name := range []string{"tcpdump", "kcat", "tshark", "editcap", "setpriv", "openssl"} {
+	for _, name := range []string{"tcpdump", "kcat", "tshark", "editcap", "setpriv", "openssl", "chromium"} {
 		Tool(t, name)
 	}
 }

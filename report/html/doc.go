@@ -98,7 +98,9 @@
 //   - html_test.go: the page parses, fetches nothing, escapes what it
 //     shows and stays under 5 MB for 5000 and 100000 findings. The tests
 //     of the pages of the testdata captures (numbers equal to the JSON
-//     output's, headless Chromium) are cmd/kdupcap's html_test.go.
+//     output's) are cmd/kdupcap's html_test.go; those in headless
+//     Chromium (no console error, no request, a click on a mark opens its
+//     finding, a 100k-finding page) its html_browser_test.go.
 //   - store_test.go: a revision replaces its finding's report, the bounds
 //     evict the finding reported longest ago and the page says so, the
 //     page draws each finding once, as the page of the latest reports.

@@ -19,6 +19,7 @@ type page struct {
 	Verdicts    []verdictCount
 	Findings    int
 	Files       []string
+	Span        string // the capture time the page covers, UTC
 	Timeline    timelineDrawing
 	TimelineAll bool // of every answered request, not only the findings'
 	MarksOut    int
@@ -77,6 +78,9 @@ func (w *Writer) Summary(s report.Summary) error {
 		}
 	}
 	p.Timeline = drawTimeline(w.tl, w.marks, w.first, w.last)
+	if !w.first.IsZero() {
+		p.Span = "capture time " + timeText(w.first) + " to " + timeText(w.last) + " UTC"
+	}
 	p.TimelineAll = w.tlAll
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, &p); err != nil {
@@ -103,6 +107,7 @@ var pageHTML = `<!DOCTYPE html>
 <header>
 <h1>{{.Title}}</h1>
 {{if .Files}}<p class="files">{{range $i, $f := .Files}}{{if $i}}, {{end}}{{$f}}{{end}}</p>{{end}}
+{{if .Span}}<p class="files" id="span">{{.Span}}</p>{{end}}
 </header>
 <main>
 <section id="headline" aria-label="headline">
@@ -129,7 +134,7 @@ var pageHTML = `<!DOCTYPE html>
 <div class="axis" id="tlaxis">{{range .Axis}}<span>{{.}}</span>{{end}}</div>
 <p class="legend">{{range .Legend}}<span><span class="sw" style="background:{{.Colour}}"></span>{{.Name}}</span> {{end}}{{range $.Colours}}<span><span class="sw v{{.Index}}"></span>{{.Verdict}}</span> {{end}}</p>
 {{else}}<p>No attempt to draw.</p>{{end}}{{end}}
-{{if .MarksOut}}<p class="note">{{.MarksOut}} more re-sends are not marked (the page marks the first ones).</p>{{end}}
+{{if .MarksOut}}<p class="note" id="marks-out" data-n="{{.MarksOut}}">{{.MarksOut}} more re-sends are not marked (the page marks the first ones).</p>{{end}}
 </section>
 
 <section id="findings" aria-label="findings">
@@ -142,9 +147,9 @@ var pageHTML = `<!DOCTYPE html>
 <thead><tr><th data-k="n" aria-sort="ascending"><button type="button">#</button></th><th data-k="s"><button type="button">verdict</button></th><th data-k="s"><button type="button">kind</button></th><th data-k="s"><button type="button">topic</button></th><th data-k="n"><button type="button">partition</button></th><th data-k="s"><button type="button">producer</button></th><th data-k="s"><button type="button">broker</button></th><th data-k="n"><button type="button">attempts</button></th><th data-k="n"><button type="button">records</button></th><th data-k="s"><button type="button">first sent (UTC)</button></th></tr></thead>
 <tbody>{{range .Rows}}<tr data-verdict="{{.Verdict}}" data-num="{{.Num}}"><td>{{if .Full}}<a href="#f{{.Num}}">{{.Num}}</a>{{else}}{{.Num}}{{end}}</td><td>{{.Verdict}}</td><td>{{.Kind}}</td><td>{{.Topic}}</td><td>{{.Partition}}</td><td>{{.Producer}}</td><td>{{.Broker}}</td><td>{{.Attempts}}</td><td>{{.Records}}</td><td>{{.Time}}</td></tr>
 {{end}}</tbody></table></div>
-{{if .RowsOut}}<p class="note">{{.RowsOut}} more findings are not in the table (the page lists the first ones; --format json gives all).</p>{{end}}
+{{if .RowsOut}}<p class="note" id="rows-out" data-n="{{.RowsOut}}">{{.RowsOut}} more findings are not in the table (the page lists the first ones; --format json gives all).</p>{{end}}
 {{end}}
-{{if .FullOut}}<p class="note">{{.FullOut}} findings are not drawn in full (the page draws the first ones; --format json gives all).</p>{{end}}
+{{if .FullOut}}<p class="note" id="full-out" data-n="{{.FullOut}}">{{.FullOut}} findings are not drawn in full (the page draws the first ones; --format json gives all).</p>{{end}}
 {{range .Harmful}}{{template "finding" .}}{{end}}
 {{if .Harmless}}<details class="harmless" id="harmless"><summary>{{len .Harmless}} harmless findings (deduplicated, single, rejected, or unconfirmed re-sends the broker deduplicates)</summary>
 {{range .Harmless}}{{template "finding" .}}{{end}}</details>{{end}}
