@@ -32,7 +32,8 @@ import (
 // those of the JSON output of the same run; a link to the last finding
 // (#fN) opens it; a real mouse click on a timeline mark opens, highlights
 // and scrolls to that mark's finding; a screenshot at 1280x800, written
-// under the test's output (go test -artifacts), is not blank. The
+// under the test's output (go test -artifacts), is not blank; at a
+// phone's width and printed, the layout holds (layoutChecks). The
 // subtest gencap-100k is the report of a generated capture of 100000
 // findings and more (largeReport).
 func TestHTMLChromium(t *testing.T) {
@@ -121,6 +122,7 @@ func capturePage(t *testing.T, b *browser, file, dir string) {
 			t.Errorf("a click on the mark of %s: %v", num, err)
 		}
 	}
+	layoutChecks(t, tb)
 	tb.check(t)
 }
 
