@@ -15,7 +15,9 @@ import (
 // timeline fits the screen; printed (the print media emulated, then
 // Page.printToPDF), the timeline keeps its drawing and marks at a
 // readable size, the zoom controls and filters are hidden, and the PDF is
-// made. It leaves the tab at 1280x800 on screen media.
+// made; from the keyboard alone (keyboardChecks) the timeline zooms and
+// steps to a re-send's finding. It leaves the tab at 1280x800 on screen
+// media.
 func layoutChecks(t *testing.T, tb *tab) {
 	t.Helper()
 	type box struct {
@@ -79,5 +81,46 @@ func layoutChecks(t *testing.T, tb *tab) {
 	}
 	if _, err := chromedp.Call(tb.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{}); err != nil {
 		t.Fatal(err)
+	}
+	keyboardChecks(t, tb)
+}
+
+// keyboardChecks uses the timeline with keys only: Tab-focusable, + zooms
+// in (the viewBox narrows), 0 resets, n opens the finding of the first
+// re-send in time, as a click on its mark does.
+func keyboardChecks(t *testing.T, tb *tab) {
+	t.Helper()
+	width := func() float64 {
+		w, err := chromedp.Run(tb.ctx, chromedp.Evaluate[float64](`document.getElementById("tl").viewBox.baseVal.width`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	if err := chromedp.Do(tb.ctx, chromedp.Focus(".tlwrap")); err != nil {
+		t.Fatalf("focusing the timeline: %v", err)
+	}
+	before := width()
+	if err := chromedp.Do(tb.ctx, chromedp.KeyEvent("+")); err != nil {
+		t.Fatal(err)
+	}
+	if after := width(); after >= before {
+		t.Errorf("+ on the focused timeline: viewBox width %v, before %v", after, before)
+	}
+	first, err := chromedp.Run(tb.ctx, chromedp.Evaluate[string](`(() => {
+		const ms = [...document.querySelectorAll("#tl .mk")].sort((a, b) => a.x1.baseVal.value - b.x1.baseVal.value);
+		return ms.length ? "f" + ms[0].dataset.f : "";
+	})()`))
+	if err != nil || first == "" {
+		t.Fatalf("the first mark: %q, %v", first, err)
+	}
+	if err := chromedp.Do(tb.ctx, chromedp.KeyEvent("0"), chromedp.KeyEvent("n")); err != nil {
+		t.Fatal(err)
+	}
+	if w := width(); w != before {
+		t.Errorf("0 did not reset the zoom: viewBox width %v, want %v", w, before)
+	}
+	if err := shown(tb, first); err != nil {
+		t.Errorf("n on the focused timeline: %v", err)
 	}
 }

@@ -27,8 +27,9 @@
 // with its licence, weigh more than the page it draws, and bring its own
 // updates. The script only changes what is drawn: it zooms and pans the
 // timeline by changing the SVG viewBox (marks keep their width with
-// vector-effect), opens a finding when its mark is clicked, and sorts and
-// filters the findings table; a link to report.html#f12 opens finding 12
+// vector-effect), opens a finding when its mark is clicked (or, from the
+// keyboard, stepped to with n and p on the focused timeline, which +, −,
+// ← and → zoom and pan), and sorts and filters the findings table; a link to report.html#f12 opens finding 12
 // as a click on its mark does; without it (printing, a viewer with
 // scripts off) the page shows the whole timeline and every finding.
 // Colours follow prefers-color-scheme; the layout is CSS grid and flex

@@ -128,7 +128,7 @@ var pageHTML = `<!DOCTYPE html>
 <section id="timeline" aria-label="timeline">
 <h2>Timeline</h2>
 {{with .Timeline}}{{if .SVG}}
-<p class="note">Produce latency per broker of {{if $.TimelineAll}}every answered request{{else}}the findings' answered attempts{{end}} over capture time ({{.Buckets}} buckets of {{.Width}}; solid p50, dashed p99, up to {{.YMax}} ms); under it every re-send, one row per verdict. Wheel or +/− to zoom, drag or ←/→ to pan; click a mark to open its finding.</p>
+<p class="note">Produce latency per broker of {{if $.TimelineAll}}every answered request{{else}}the findings' answered attempts{{end}} over capture time ({{.Buckets}} buckets of {{.Width}}; solid p50, dashed p99, up to {{.YMax}} ms); under it every re-send, one row per verdict. Wheel or +/− to zoom, drag or ←/→ to pan; click a mark to open its finding, or, the timeline focused, n and p for the next and previous re-send.</p>
 <div class="tlctl" role="toolbar" aria-label="timeline zoom"><button type="button" data-z="in" aria-label="zoom in">+</button><button type="button" data-z="out" aria-label="zoom out">−</button><button type="button" data-z="left" aria-label="pan left">←</button><button type="button" data-z="right" aria-label="pan right">→</button><button type="button" data-z="reset">reset</button><span id="tlrange"></span></div>
 <div class="tlwrap" tabindex="0"><div class="ylab" aria-hidden="true"><span>{{.YMax}} ms</span><span>{{.YMid}} ms</span><span>0</span></div>{{.SVG}}</div>
 <div class="axis" id="tlaxis">{{range .Axis}}<span>{{.}}</span>{{end}}</div>

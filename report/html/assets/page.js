@@ -48,7 +48,22 @@
         if (z === "in") { zoom(0.5); } else if (z === "out") { zoom(2); } else if (z === "reset") { vb.x = 0; vb.w = W; apply(); } else { vb.x += (z === "left" ? -0.25 : 0.25) * vb.w; apply(); }
       });
     });
+    // The marks in time order, for the keyboard: n and p step to the next
+    // and previous re-send and open its finding, as a click on its mark.
+    var marks = Array.prototype.slice.call(svg.querySelectorAll(".mk")).sort(function (a, b) {
+      return a.x1.baseVal.value - b.x1.baseVal.value;
+    });
+    var cur = -1;
+    var step = function (d) {
+      if (!marks.length) { return; }
+      cur = Math.min(marks.length - 1, Math.max(0, cur + d));
+      var m = marks[cur], x = m.x1.baseVal.value;
+      if (x < vb.x || x > vb.x + vb.w) { vb.x = x - vb.w / 2; apply(); }
+      open(m.dataset.f, m);
+      svg.parentNode.focus({ preventScroll: true });
+    };
     svg.parentNode.addEventListener("keydown", function (e) {
+      if (e.key === "n" || e.key === "p") { e.preventDefault(); step(e.key === "n" ? 1 : -1); return; }
       var k = { "+": "in", "=": "in", "-": "out", "ArrowLeft": "left", "ArrowRight": "right", "0": "reset" }[e.key];
       if (k) { e.preventDefault(); document.querySelector('.tlctl button[data-z="' + k + '"]').click(); }
     });
