@@ -114,6 +114,14 @@ func keyboardChecks(t *testing.T, tb *tab) {
 	if err != nil || first == "" {
 		t.Fatalf("the first mark: %q, %v", first, err)
 	}
+	// Undo what the clicks before did: every finding closed and plain,
+	// the harmless ones folded, the page at its top.
+	if _, err := chromedp.Run(tb.ctx, chromedp.Evaluate[chromedp.Void](`(() => {
+		document.querySelectorAll("details.finding, details.harmless").forEach(d => { d.open = false; d.classList.remove("hl"); });
+		window.scrollTo(0, 0);
+	})()`)); err != nil {
+		t.Fatal(err)
+	}
 	if err := chromedp.Do(tb.ctx, chromedp.KeyEvent("0"), chromedp.KeyEvent("n")); err != nil {
 		t.Fatal(err)
 	}
