@@ -30,7 +30,7 @@ func TestHTMLTimelineAll(t *testing.T) {
 			sc.Buffer(nil, 64<<20)
 			for sc.Scan() {
 				var line struct {
-					Type     string `json:"type"`
+					Type     string                     `json:"type"`
 					Latency  []struct{ Answered int64 } `json:"latency"`
 					Attempts []struct {
 						Response *json.RawMessage `json:"response"`
