@@ -31,6 +31,7 @@ FUZZ_TARGETS = \
 	./decode:FuzzRecordsAlloc \
 	./detect:FuzzOrder \
 	./detect:FuzzRecordMatch \
+	./fleet:FuzzDecode \
 	./capture/tlsdecrypt:FuzzRecords \
 	./capture/tlsdecrypt:FuzzKeyLog
 
@@ -107,6 +108,9 @@ bench: build bench-tools
 	$(GO) run ./internal/gencap/cmd/gencap -o $(BENCH_DIR)/bench-eth.pcap -size $(BENCH_SIZE) -mtu 1500
 	$(GO) run ./internal/gencap/cmd/gencap -tls -o $(BENCH_DIR)/bench-tls.pcap -size $(BENCH_SIZE) -mtu 65535
 	$(GO) test -run='^$$' -bench=. -benchmem ./capture ./decode ./detect ./profile
+	@echo "== fleet: bytes per attempt (as encoded, and zstd as produced), correlate throughput (attempts/s on one core)"
+	$(GO) test -run='^$$' -bench=. -benchmem ./fleet
+	$(GO) test -run='^$$' -bench='^BenchmarkCorrelate$$' -benchtime=3x -benchmem ./pipeline
 	bin/benchrun -kdupcap ./kdupcap -readloop bin/readloop $(BENCH_TSHARK_FLAG) \
 		$(BENCH_DIR)/bench-lo.pcap $(BENCH_DIR)/bench-eth.pcap $(BENCH_DIR)/bench-tls.pcap
 	@echo "== live path: AF_PACKET ring on lo -> reassembly -> Kafka decode -> detect (root only)"

@@ -86,6 +86,10 @@ const (
 	// same client IP and client.id, or, for an idempotent producer, the
 	// same producer ID and epoch), to one broker or several.
 	ScopeClient Scope = "client"
+	// ScopeFleet: attempts seen by two or more capture hosts (each
+	// Attempt.Host says its own), put together by a fleet correlation
+	// (kdupcap correlate); a Detector never sets it.
+	ScopeFleet Scope = "fleet"
 	// ScopeBoth, only in Options.Scope: look for both kinds; each finding
 	// says its own scope. It is the default.
 	ScopeBoth Scope = ""
@@ -174,8 +178,14 @@ type Finding struct {
 	Idempotent    bool
 	Match         Match
 	// Scope is ScopeConnection when every attempt was sent on one
-	// connection, ScopeClient when they span connections.
+	// connection, ScopeClient when they span connections; ScopeFleet when
+	// a fleet correlation put together attempts of two or more hosts.
 	Scope Scope
+	// StableID names the finding from its producer and its batch, the
+	// same in every report of it by any correlating instance (so that a
+	// rebalance's redelivery is idempotent for consumers); set by a fleet
+	// correlation, empty otherwise (the JSON "id" key).
+	StableID string
 
 	Verdict Verdict
 	// AppendedOffsets are the distinct base offsets at which the responses
@@ -265,6 +275,9 @@ type Attempt struct {
 	Client        netip.AddrPort
 	Broker        netip.AddrPort
 	CorrelationID int32
+	// Host is the capture host that saw the attempt, in a fleet
+	// correlation; empty for a capture read here.
+	Host          string
 	Time          time.Time
 	Version       int16
 	Acks          int16

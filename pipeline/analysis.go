@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"runtime"
+
 	"github.com/kdupcap/kdupcap/capture"
 	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
@@ -38,10 +40,13 @@ func NewAnalysis(o Options) *Analysis {
 		}
 	}
 	n := o.workers()
-	st := stages{det: o.detectOptions(), dec: o.decodeOptions(n), asm: o.assemblerOptions(n), observe: observe, wrap: a.tls.wrap}
+	st := stages{det: o.detectOptions(), dec: o.decodeOptions(n), asm: o.assemblerOptions(n), observe: observe, wrap: a.tls.wrap, attempts: o.Attempts}
 	if n > 1 {
 		a.sharded = newSharded(st, n)
 	} else {
+		// Workers 0 with one worker chosen and a second core: decode and
+		// detect on a goroutine of their own (single.go's split).
+		st.split = o.Workers == 0 && runtime.GOMAXPROCS(0) > 1
 		a.single = newSingle(st)
 	}
 	return a
@@ -68,7 +73,7 @@ func (a *Analysis) Stats() detect.Stats {
 	if a.sharded != nil {
 		return a.sharded.det.Stats()
 	}
-	return a.single.det.Stats()
+	return a.single.stats()
 }
 
 // Read feeds the inputs into the run, telling onRead (if set) now and then

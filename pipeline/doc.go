@@ -22,7 +22,10 @@
 // messages) kept in one decode.Shared in capture order. A Live run reads a
 // live source until it is told to stop, reports each finding as soon as
 // detect decides it, marks those sent while the kernel dropped packets,
-// and writes their packets as evidence.
+// and writes their packets as evidence. A Correlate run reads the attempts
+// that the runs of many hosts published (Options.Attempts, a
+// fleet.Publisher) back from Kafka (a fleet.Consumer), merged by capture
+// time, and detects across hosts what no host could alone.
 //
 // # Evidence
 //
@@ -53,4 +56,8 @@
 //   - sasl.go: withoutSASL, which cuts SASL authentications out of them.
 //   - tls.go: the TLS layer of a run: key logs, the Decrypter, its summary.
 //   - summary.go: report.Summary from the stages' counts.
+//   - attempts.go: AttemptSink, what sees every exchange and connection
+//     end before detect (--attempts), and the tap that feeds it.
+//   - correlate.go: Correlate, the run of `kdupcap correlate`: the
+//     attempts of many hosts through a live run's detection; StableID.
 package pipeline

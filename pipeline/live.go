@@ -126,7 +126,7 @@ func NewLive(o LiveOptions, src LiveSource) (*Live, error) {
 	}
 	l.keyErr = make([]bool, len(l.keyFiles))
 	st := stages{det: o.detectOptions(), dec: o.decodeOptions(1), asm: o.assemblerOptions(1),
-		observe: l.observe, ignore: o.Ignore, wrap: l.tls.wrap}
+		observe: l.observe, ignore: o.Ignore, wrap: l.tls.wrap, attempts: o.Attempts}
 	st.det.Streaming, st.det.Settle, st.det.OnFinding = true, o.Settle, l.finding
 	st.dec.MaxConnections = maxLiveConnections
 	st.asm.Evidence = l.evidence

@@ -57,6 +57,10 @@ type Options struct {
 	// proxy's other leg, NAT, a capture given twice: detect.Detector.Echo),
 	// which detect folds into the first.
 	Observe func(*decode.Exchange)
+	// Attempts, if set, sees every produce exchange and connection end
+	// before detect, copies of one request included (--attempts: a
+	// fleet.Publisher; attempts.go).
+	Attempts AttemptSink
 	// Clusters names the clusters of broker addresses where the capture
 	// cannot tell (the --cluster flag): attempts to two clusters never
 	// make one finding (decode.Options.Clusters).

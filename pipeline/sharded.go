@@ -183,6 +183,7 @@ type sharded struct {
 	asmOpts capture.AssemblerOptions
 	workers []*shardWorker
 	det     *detect.Detector
+	sink    detectSink // det, or a tap in front of it (attempts.go)
 	// shared is what the workers' Decoders share, built from their
 	// events in capture order.
 	shared *decode.Shared
@@ -214,6 +215,7 @@ func newSharded(st stages, n int) *sharded {
 		printer: decode.NewPrinter(st.dec),
 	}
 	sp.shared.NameClusters(st.dec.Clusters)
+	sp.sink = sinkOf(st, sp.det)
 	for range n {
 		w := &shardWorker{
 			in:      make(chan *shardBatch, shardBatches),
@@ -410,7 +412,7 @@ func (sp *sharded) replay(e *shardEvent) {
 		sp.shared.Apply(e.shared)
 	case eventExchange:
 		sp.shared.Resolve(e.x)
-		sp.det.Produce(e.x)
+		sp.sink.Produce(e.x)
 	case eventFetch:
 		sp.shared.ResolveFetch(e.fetch)
 		sp.det.Fetch(e.fetch)
@@ -419,7 +421,7 @@ func (sp *sharded) replay(e *shardEvent) {
 	case eventEndTxn:
 		sp.det.EndTxn(e.endTxn)
 	case eventConnEnd:
-		sp.det.ConnEnd(e.conn, e.end)
+		sp.sink.ConnEnd(e.conn, e.end)
 	}
 }
 

@@ -71,4 +71,6 @@
 //   - tls.go: TLSSummary, the TLS connections and hints in table and JSON.
 //   - dropped.go: Dropped, what the bounds on untrusted input left out.
 //   - progress.go: Progress, analyze's progress bar on a terminal.
+//   - fleet.go: FleetSummary and AttemptsSummary, a correlation's hosts
+//     and a capture's published attempts; the hosts of a finding.
 package report

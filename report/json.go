@@ -108,6 +108,10 @@ type jsonFinding struct {
 	Evidence       string           `json:"evidence"`
 	FetchedOffsets []int64          `json:"fetched_offsets,omitempty"`
 	Transaction    *jsonTransaction `json:"transaction,omitempty"`
+
+	// ID: the finding's stable ID (Finding.StableID), from a fleet
+	// correlation.
+	ID string `json:"id,omitempty"`
 }
 
 type jsonAttempt struct {
@@ -128,6 +132,8 @@ type jsonAttempt struct {
 	End *jsonConnEnd `json:"conn_end,omitempty"`
 	// Batch: in a record-level finding, the batch this attempt carried.
 	Batch *jsonAttemptBatch `json:"batch,omitempty"`
+	// Host: the capture host that saw the attempt (fleet correlation).
+	Host string `json:"host,omitempty"`
 }
 
 // jsonConnEnd is decode.ConnEnd: by "client", "broker" or "" (no FIN or
@@ -213,6 +219,11 @@ type jsonSummary struct {
 	InputFailed    bool              `json:"input_failed,omitempty"`
 	FailedInputs   []jsonFailedInput `json:"failed_inputs,omitempty"`
 	NothingToJudge *jsonNothing      `json:"nothing_to_judge,omitempty"`
+
+	// Fleet, Attempts: a correlation's hosts, a capture's published
+	// attempts (fleet.go).
+	Fleet    *jsonFleet    `json:"fleet,omitempty"`
+	Attempts *jsonAttempts `json:"attempts_published,omitempty"`
 }
 
 type jsonConnection struct {
@@ -276,6 +287,7 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 	j := jsonFinding{
 		Type:            string(kindOf(f)),
 		Revision:        f.Revision,
+		ID:              f.StableID,
 		AttemptsOmitted: f.AttemptsOmitted,
 		ConnID:          f.ConnID,
 		Client:          f.Client.String(),
@@ -316,6 +328,7 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 			Client:        client.String(),
 			Broker:        broker.String(),
 			CorrelationID: a.CorrelationID,
+			Host:          a.Host,
 			Time:          formatTime(a.Time),
 			APIVersion:    a.Version,
 			Acks:          a.Acks,
@@ -425,6 +438,7 @@ func toJSONSummary(s *Summary, c *tally) jsonSummary {
 		InputLimit:                s.InputLimit,
 	}
 	addJSONStatus(&j, s)
+	j.Fleet, j.Attempts = toJSONFleet(s.Fleet), toJSONAttempts(s.Attempts)
 	for i, c := range s.KafkaConnections {
 		j.KafkaConnections[i] = jsonConnection{
 			ID:              c.ID,

@@ -49,7 +49,7 @@ func (l *linesWriter) Finding(f detect.Finding) error {
 	if n := len(f.Attempts); n > 0 {
 		when = formatTime(f.Attempts[n-1].Time)
 	}
-	spans := scopeOf(&f) == detect.ScopeClient
+	spans := scopeOf(&f) != detect.ScopeConnection
 	ids := make([]string, len(f.Attempts))
 	var conns []string
 	seen := make(map[uint64]bool)
@@ -68,6 +68,9 @@ func (l *linesWriter) Finding(f detect.Finding) error {
 	across := ""
 	if spans {
 		across = " connections " + strings.Join(conns, ", ")
+	}
+	if hosts := attemptHosts(&f); len(hosts) > 0 {
+		across += " hosts " + strings.Join(hosts, ", ")
 	}
 	offs := make([]string, len(f.AppendedOffsets))
 	for i, o := range f.AppendedOffsets {

@@ -87,6 +87,12 @@ type Summary struct {
 	// InputLimit, when not 0, is the capture bytes read when the bound on
 	// them (--max-input-bytes) stopped the reading.
 	InputLimit int64
+
+	// Fleet is what a correlation saw of its hosts (kdupcap correlate);
+	// Attempts what the run published of its attempts (--attempts). Nil
+	// otherwise (fleet.go).
+	Fleet    *FleetSummary
+	Attempts *AttemptsSummary
 }
 
 // Connection is one TCP connection taken as Kafka.

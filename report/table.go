@@ -111,10 +111,13 @@ func (t *tableWriter) Finding(f detect.Finding) error {
 func (t *tableWriter) fullFinding(fp *detect.Finding) error {
 	f := *fp
 	b := &t.buf
-	spans := scopeOf(&f) == detect.ScopeClient
+	spans := scopeOf(&f) != detect.ScopeConnection
 	where := fmt.Sprintf("(connection %d)", f.ConnID)
 	if spans {
 		where = "(connections " + strings.Join(connIDs(&f), ", ") + ": re-sent across connections)"
+	}
+	if hosts := attemptHosts(&f); len(hosts) > 1 {
+		where = "(connections " + strings.Join(connIDs(&f), ", ") + ": re-sent across hosts " + strings.Join(hosts, ", ") + ")"
 	}
 	kind := ""
 	if k := kindOf(&f); k != detect.KindBatch {
@@ -199,7 +202,11 @@ func (t *tableWriter) fullFinding(fp *detect.Finding) error {
 		}
 		if spans {
 			conn, client, broker := attemptConn(&f, &a)
-			row = append([]string{fmt.Sprintf("%d: %s -> %s", conn, client, broker)}, row...)
+			c := fmt.Sprintf("%d: %s -> %s", conn, client, broker)
+			if a.Host != "" {
+				c += " on " + Printable(a.Host)
+			}
+			row = append([]string{c}, row...)
 		}
 		if err := tbl.Append(row); err != nil {
 			return fmt.Errorf("report: finding %d: %w", t.seen, err)
@@ -289,6 +296,9 @@ func (t *tableWriter) Summary(s Summary) error {
 	}
 	if s.InputLimit > 0 {
 		fmt.Fprintf(b, "\nStopped at --max-input-bytes, %d bytes of capture read: the findings are those of the packets read before.\n", s.InputLimit)
+	}
+	if lines := fleetLines(&s); len(lines) > 0 {
+		b.WriteString("\n" + strings.Join(lines, "\n") + "\n")
 	}
 	return t.writeAll(&s)
 }

@@ -39,6 +39,11 @@ type analyzeConfig struct {
 	// when empty; all (--all) prints every finding of the table in full.
 	verdicts []detect.Verdict
 	all      bool
+
+	// attempts (--attempts, --host) publishes the attempts read, through
+	// the --kafka-* options (correlate_kafka.go).
+	attempts *attemptsFlags
+	kafka    *kafkaFlags
 }
 
 // parseAnalyzeFlags reads analyze's arguments into a config. Its errors
@@ -94,6 +99,7 @@ func analyzeFlags(cfg *analyzeConfig) (*flag.FlagSet, *stageFlags) {
 	})
 	fs.BoolVar(&cfg.all, "all", false, "print every finding of the table in full; without it a harmless one (deduplicated, single, rejected, unconfirmed of an idempotent producer) is one line")
 	fs.Var(&cfg.clockSkew, "clock-skew", "`FILE=DURATION` added to every timestamp of one capture file (e.g. broker2.pcap=-1.5s), repeated per file; FILE may be a 1-based position")
+	cfg.attempts, cfg.kafka = addAttemptsFlags(fs), addKafkaFlags(fs)
 	return fs, sf
 }
 
@@ -117,6 +123,9 @@ func (cfg *analyzeConfig) read(fs *flag.FlagSet, sf *stageFlags, args []string, 
 		rest = left[1:]
 	}
 	if err := sf.check(); err != nil {
+		return nil, err
+	}
+	if err := cfg.attempts.check(); err != nil {
 		return nil, err
 	}
 	if len(cfg.files) == 0 {
@@ -207,6 +216,13 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 
 	in := pipeline.Inputs{Files: cfg.files, Skew: cfg.skew, Stdin: stdin, Stop: ctx.Done(), MaxBytes: cfg.maxInput}
 	cfg.opts.DecompressBudget = decompressBudget(cfg.budgetRatio, in.Size())
+	pub, code := openAttempts(cfg.attempts, cfg.kafka, cfg.opts, stderr)
+	if code != exitOK {
+		return code
+	}
+	if pub != nil {
+		cfg.opts.Attempts = pub
+	}
 	an := pipeline.NewAnalysis(cfg.opts)
 	var bar *report.Progress
 	if isTerminal(stderr) && !cfg.quiet {
@@ -233,6 +249,7 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	sum := an.Summary(inputErrs)
 	sum.FailedInputs = failedInputs(readErrs)
+	pubFailed := closeAttempts(pub, &sum, stderr)
 	sig := stoppedBy(ctx)
 	if an.Stopped() && sig != nil {
 		sum.Interrupted = signalName(sig)
@@ -259,6 +276,8 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return signalExit(sig)
 	case len(inputErrs) > 0:
 		return exitUsage
+	case pubFailed:
+		return exitFailure
 	case cfg.failOnDuplicate:
 		return failOnDuplicate(findings, &sum, stderr)
 	}

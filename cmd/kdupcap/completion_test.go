@@ -98,7 +98,7 @@ printf '%s\n' "${COMPREPLY[@]}"`, "bash", script)
 		words []string
 		want  []string
 	}{
-		{[]string{"kdupcap", ""}, []string{"--help", "--version", "analyze", "completion", "help", "live", "version"}},
+		{[]string{"kdupcap", ""}, []string{"--help", "--version", "analyze", "completion", "correlate", "help", "live", "version"}},
 		{[]string{"kdupcap", "an"}, []string{"analyze"}},
 		{[]string{"kdupcap", "analyze", "--fo"}, []string{"--force", "--format"}},
 		{[]string{"kdupcap", "analyze", "--format", ""}, []string{"html", "json", "lines", "table"}},

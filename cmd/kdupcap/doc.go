@@ -3,6 +3,8 @@
 //
 //	kdupcap analyze dump.pcap [more.pcapng ...]
 //	kdupcap live -i eth0 [--metrics :9100] [--emit kafka://host:9092/topic]
+//	kdupcap live -i eth0 --attempts kafka://host:9092/kdupcap-attempts
+//	kdupcap correlate --from kafka://host:9092/kdupcap-attempts --group kdupcap
 //
 // # Where it sits
 //
@@ -15,8 +17,8 @@
 // writers and to the network sinks of report/metrics and report/emit. It
 // holds no protocol logic and no rule of its own; defaults belong to the
 // stages and pipeline. No package of the module imports it, and it must never
-// import internal/kafkatest or internal/gencap outside its tests: they are
-// test and bench tools, not part of the binary.
+// import internal/kafkatest, internal/gencap or chromedp (with its cdproto)
+// outside its tests: they are test and bench tools, not part of the binary.
 //
 // # What it takes and gives
 //
@@ -77,4 +79,9 @@
 //   - livereport.go: live's /report, the HTML page of the run so far
 //     (report/html's Store), asked of the run's goroutine at its ticks.
 //   - producers.go: writing the producer profiles when the writer takes them.
+//   - correlate.go: kdupcap correlate: its flags, the fleet.Consumer, the
+//     sinks, the summary of the hosts.
+//   - correlate_kafka.go: what kdupcap's own Kafka clients share: the
+//     --kafka-* TLS and SASL flags (--emit, --attempts, --from), --attempts
+//     and --host of analyze and live, the publisher's summary.
 package main

@@ -42,6 +42,10 @@ type liveConfig struct {
 	statsEvery  time.Duration
 	snapLen     int
 	ringMB      int
+	// attempts and kafka: --attempts, --host and the --kafka-* options
+	// of it and of --emit (correlate_kafka.go).
+	attempts *attemptsFlags
+	kafka    *kafkaFlags
 }
 
 // parseLiveFlags reads live's arguments into a config. Its errors are one
@@ -80,6 +84,7 @@ func liveFlags(cfg *liveConfig, stderrIsTerminal bool) (*flag.FlagSet, *stageFla
 	intVar(fs, &cfg.snapLen, "snaplen", live.DefaultSnapLen, 1, live.MaxSnapLen, "bytes kept of each packet")
 	intVar(fs, &cfg.ringMB, "ring-mb", live.DefaultRingBytes>>20, 1, maxRingMB, "size of the kernel ring in MiB")
 	durationVar(fs, &o.Settle, "settle", detect.DefaultSettle, time.Nanosecond, "how long to wait for a retry after an attempt answered with a retriable error (or not at all) before reporting")
+	cfg.attempts, cfg.kafka = addAttemptsFlags(fs), addKafkaFlags(fs)
 	return fs, sf
 }
 
@@ -107,6 +112,9 @@ func (cfg *liveConfig) read(fs *flag.FlagSet, sf *stageFlags, args []string, std
 		if _, _, err := emit.ParseURL(cfg.emit); err != nil {
 			return nil, err
 		}
+	}
+	if err := cfg.attempts.check(); err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }
@@ -137,6 +145,9 @@ type liveRun struct {
 	emitter *emit.Kafka
 	server  *http.Server // of the metrics, closed by closeSinks
 	report  *liveReport  // the server's /report
+
+	// pub publishes the attempts (--attempts).
+	pub *attemptsPublisher
 
 	writeErr    error
 	start       time.Time
@@ -189,9 +200,13 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	o := cfg.opts
-	if r.emitter != nil {
-		o.Ignore = r.emitter.IsOwnConn
+	if r.pub, code = openAttempts(cfg.attempts, cfg.kafka, o.Options, stderr); code != exitOK {
+		return code
 	}
+	if r.pub != nil {
+		o.Attempts = r.pub
+	}
+	o.Ignore = ownConns(r.ownEmit(), r.ownAttempts())
 	o.OnFinding, o.Observe, o.OnTick, o.Warnings = r.finding, r.exchange, r.tick, stderr
 	if r.run, err = pipeline.NewLive(o, src); err != nil {
 		fmt.Fprintf(stderr, "kdupcap: --evidence: %v\n", err)
@@ -212,7 +227,9 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := writeProducers(r.out, r.run.Producers(), r.run.Timeline()); err != nil && r.writeErr == nil {
 		r.writeErr = err
 	}
-	if err := r.out.Summary(r.run.Summary()); err != nil && r.writeErr == nil {
+	sum := r.run.Summary()
+	pubFailed := closeAttempts(r.pub, &sum, stderr)
+	if err := r.out.Summary(sum); err != nil && r.writeErr == nil {
 		r.writeErr = err
 	}
 	for _, e := range r.run.Errors() {
@@ -225,6 +242,9 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if r.writeErr != nil {
 		fmt.Fprintf(stderr, "kdupcap: writing output: %v\n", r.writeErr)
+		return exitFailure
+	}
+	if pubFailed {
 		return exitFailure
 	}
 	return exitOK
@@ -265,8 +285,12 @@ func (r *liveRun) openSinks() int {
 		fmt.Fprintf(r.stderr, "kdupcap: metrics on http://%s/metrics, report on http://%s/report\n", ln.Addr(), ln.Addr())
 	}
 	if cfg.emit != "" {
-		seeds, topic, _ := emit.ParseURL(cfg.emit)
-		k, err := emit.NewKafka(seeds, topic)
+		co, err := cfg.kafka.options()
+		if err != nil {
+			fmt.Fprintf(r.stderr, "kdupcap: %v\n", err)
+			return exitUsage
+		}
+		k, err := newEmitter(cfg.emit, co)
 		if err != nil {
 			fmt.Fprintf(r.stderr, "kdupcap: --emit %s: %v\n", cfg.emit, err)
 			return exitUsage

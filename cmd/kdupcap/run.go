@@ -57,6 +57,15 @@ func commands() []command {
 				"SIGINT or SIGTERM flushes what is pending, prints a profile per producer " +
 				"(settings, latency per broker, re-sends, diagnosis) and the summary, and exits 0.",
 			flags: func() *flag.FlagSet { fs, _ := liveFlags(&liveConfig{}, false); return fs }},
+		{name: "correlate", synopsis: "--from kafka://HOST:PORT/TOPIC --group NAME [flags]",
+			summary: "find re-sends across broker hosts from the attempts they publish",
+			about: "Reads the produce attempts that kdupcap live or analyze --attempts publish from many hosts " +
+				"to a Kafka topic, as a member of a consumer group (the instances of one group share the " +
+				"partitions and take over those of one that stops), merges them by capture time and reports " +
+				"the re-sends of each producer across hosts as live does: findings only the fleet sees say " +
+				"\"scope\":\"fleet\" with every attempt's host, and carry a stable ID. SIGINT or SIGTERM " +
+				"(or --exit-idle) decides what is held and prints the producers and the summary.",
+			flags: func() *flag.FlagSet { return correlateFlags(&correlateConfig{}) }},
 		{name: "version", synopsis: "[--format text|json]",
 			summary: "print the version, commit and Go version of this binary",
 			about:   "Prints the version of kdupcap, the commit and time of the source it was built from (and whether it had changes not committed), the Go version and the platform, from the build information the Go toolchain writes into the binary.",
@@ -102,6 +111,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runAnalyze(ctx, args[1:], stdin, stdout, stderr)
 	case "live":
 		return runLiveCLI(args[1:], stdout, stderr)
+	case "correlate":
+		return runCorrelateCLI(args[1:], stdout, stderr)
 	case "version":
 		return runVersion(cmds, args[1:], stdout, stderr)
 	case "--version", "-version":

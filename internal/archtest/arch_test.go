@@ -34,7 +34,10 @@ var rules = []rule{
 	{pkg: "report/emit", direct: []string{"decode"}, deep: []string{"capture", "pipeline", "cmd/kdupcap", "github.com/prometheus/client_golang"}},
 	{pkg: "report/html", deep: []string{"capture", "pipeline", "cmd/kdupcap", "github.com/gopacket/gopacket"}},
 	{pkg: "report/metrics", direct: []string{"decode"}, deep: []string{"capture", "pipeline", "cmd/kdupcap", "github.com/twmb/franz-go/pkg/kgo"}},
+	{pkg: "fleet", deep: []string{"capture", "detect", "profile", "report", "pipeline", "cmd/kdupcap", "github.com/gopacket/gopacket"}},
 	{pkg: "pipeline", deep: []string{"cmd/kdupcap"}},
+	// Test tools, and the browser tests' chromedp: never in the binary.
+	{pkg: "cmd/kdupcap", deep: []string{"internal/kafkatest", "internal/gencap", "github.com/chromedp/chromedp", "github.com/chromedp/cdproto"}},
 	{pkg: "internal/fifo", deep: []string{"capture", "decode", "detect", "profile", "report", "pipeline"}},
 	{pkg: "internal/hostile", deep: []string{"capture", "decode", "detect", "profile", "report", "pipeline"}},
 	{pkg: "internal/readmecheck", deep: []string{"capture", "decode", "detect", "profile", "report", "pipeline"}},

@@ -39,8 +39,9 @@
 //
 // # Secrets
 //
-// It dials plain TCP, with no TLS or SASL: a URL with user info is refused
-// rather than sent in the clear. Records carry what the findings hold:
+// It dials plain TCP, or TLS with NewKafkaTLS, and authenticates with the
+// SASL mechanism given as kgo.SASL; a URL with user info is refused
+// (credentials come from the CLI's --kafka-* flags, never from the URL). Records carry what the findings hold:
 // addresses, client IDs, topic names and, with --records or for a
 // record-level finding, the keys, values and headers of captured records,
 // so the emit topic needs the protection of the topics captured.

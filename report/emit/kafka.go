@@ -3,6 +3,7 @@ package emit
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -68,6 +69,13 @@ type Kafka struct {
 // kgo.DialTLSConfig cannot be used. The client connects lazily; an
 // unreachable cluster shows as failed records.
 func NewKafka(seeds []string, topic string, opts ...kgo.Opt) (*Kafka, error) {
+	return NewKafkaTLS(seeds, topic, nil, opts...)
+}
+
+// NewKafkaTLS is NewKafka with every connection wrapped in TLS with cfg
+// (its ServerName set from the broker's host when empty); nil is plain
+// TCP. SASL goes in opts (kgo.SASL).
+func NewKafkaTLS(seeds []string, topic string, cfg *tls.Config, opts ...kgo.Opt) (*Kafka, error) {
 	if len(seeds) == 0 {
 		return nil, errors.New("report: kafka: no seed broker")
 	}
@@ -75,6 +83,7 @@ func NewKafka(seeds []string, topic string, opts ...kgo.Opt) (*Kafka, error) {
 		return nil, fmt.Errorf("report: kafka: %w", err)
 	}
 	k := &Kafka{topic: topic, conns: newConnSet(), enc: report.NewLineEncoder()}
+	k.conns.tls = cfg
 	all := []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.DefaultProduceTopic(topic),

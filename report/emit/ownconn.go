@@ -2,6 +2,8 @@ package emit
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -20,6 +22,8 @@ const ownConnLinger = 2 * time.Minute
 type connSet struct {
 	dialer net.Dialer
 	now    func() time.Time
+	// tls, if set, wraps every connection in TLS (NewKafkaTLS).
+	tls *tls.Config
 
 	mu    sync.Mutex
 	conns map[connEnds]time.Time // zero while open, else when it was closed
@@ -56,7 +60,22 @@ func (s *connSet) dial(ctx context.Context, network, host string) (net.Conn, err
 	}
 	s.conns[ends] = time.Time{}
 	s.mu.Unlock()
-	return &ownConn{Conn: c, set: s, ends: ends}, nil
+	own := &ownConn{Conn: c, set: s, ends: ends}
+	if s.tls == nil {
+		return own, nil
+	}
+	cfg := s.tls.Clone()
+	if cfg.ServerName == "" {
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			cfg.ServerName = h
+		}
+	}
+	tc := tls.Client(own, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		own.Close()
+		return nil, fmt.Errorf("report: kafka: tls handshake with %s: %w", host, err)
+	}
+	return tc, nil
 }
 
 // has reports whether a and b are the two ends, in either order, of a
