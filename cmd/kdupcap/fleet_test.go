@@ -215,7 +215,8 @@ func checkFleetFindings(t *testing.T, l *kafkatest.Log, fs []fleetFinding, hosts
 }
 
 // checkNotLocal: what a host saw alone of each fleet finding's batch is
-// less: fewer attempts, never both brokers'.
+// less: fewer attempts, never both brokers', and never the duplicate the
+// fleet finding proves.
 func checkNotLocal(t *testing.T, fleet, local []fleetFinding) {
 	t.Helper()
 	for _, f := range fleet {
@@ -223,8 +224,14 @@ func checkNotLocal(t *testing.T, fleet, local []fleetFinding) {
 			continue
 		}
 		for _, l := range local {
-			if l.BatchCRC == f.BatchCRC && l.Partition == f.Partition && len(l.Attempts) >= len(f.Attempts) {
+			if l.BatchCRC != f.BatchCRC || l.Partition != f.Partition {
+				continue
+			}
+			if len(l.Attempts) >= len(f.Attempts) {
 				t.Errorf("one host alone sees all %d attempts of fleet finding %s: %s", len(f.Attempts), f.BatchCRC, sameness(l))
+			}
+			if f.Verdict == "duplicated" && l.Verdict == "duplicated" {
+				t.Errorf("one host alone reports the duplicate of fleet finding %s: %s", f.BatchCRC, sameness(l))
 			}
 		}
 	}
