@@ -111,6 +111,8 @@ bench: build bench-tools
 	@echo "== fleet: bytes per attempt (as encoded, and zstd as produced), correlate throughput (attempts/s on one core)"
 	$(GO) test -run='^$$' -bench=. -benchmem ./fleet
 	$(GO) test -run='^$$' -bench='^BenchmarkCorrelate$$' -benchtime=3x -benchmem ./pipeline
+	@echo "== correlate peak RSS, each run its own process: the bench's attempts (1m window), then a 10s window over 200k and 1M attempts: bounded by the window"
+	$(GO) test -run='^$$' -bench='^BenchmarkCorrelatePeakRSS$$' -benchtime=1x ./pipeline
 	bin/benchrun -kdupcap ./kdupcap -readloop bin/readloop $(BENCH_TSHARK_FLAG) \
 		$(BENCH_DIR)/bench-lo.pcap $(BENCH_DIR)/bench-eth.pcap $(BENCH_DIR)/bench-tls.pcap
 	@echo "== live path: AF_PACKET ring on lo -> reassembly -> Kafka decode -> detect (root only)"

@@ -66,13 +66,17 @@ type Options struct {
 	// passing or an eviction decides it too. A reported batch is still
 	// remembered until Window: another attempt of it reports the finding
 	// again, with every attempt, once decided, with Finding.Revision one
-	// more. Flush reports what was not reported yet or changed since. The
-	// detector keeps no finding after reporting it unless KeepFindings is
-	// set, so memory is bounded by Window and MaxBatches however long the
-	// run, and OnFinding's Finding is the caller's to keep (with
+	// more; one reported while its transaction's outcome was unknown is
+	// reported again, a revision, when an EndTxn or InitProducerId decides
+	// it (txn.go). Flush reports what was not reported yet or changed
+	// since. The detector keeps no finding after reporting it (but those
+	// waiting for their transaction's end, 4096 at most) unless
+	// KeepFindings is set, so memory is bounded by Window and MaxBatches
+	// however long the run, and OnFinding's Finding is the caller's to keep (with
 	// KeepFindings it shares its slices with the kept one: read them, do
-	// not modify them). OnFinding is called during Produce, Advance or
-	// Flush, and must not call the Detector but for Stats.
+	// not modify them). OnFinding is called during Produce, Advance,
+	// EndTxn, InitProducerID or Flush, and must not call the Detector but
+	// for Stats.
 	Streaming bool
 	// Settle is how long, in packet time after the last attempt of a batch
 	// (its send or the answer to it, whichever came later), Streaming waits for

@@ -76,7 +76,9 @@
 //   - stream.go: Streaming: deciding and reporting a finding as soon as it can
 //     be.
 //   - fetched.go: Proof from fetched batches; Fetch.
-//   - txn.go: Transaction; InitProducerID and EndTxn.
+//   - txn.go: Transaction; InitProducerID and EndTxn; with Streaming, a
+//     finding reported before its transaction ended is reported again once
+//     an EndTxn or InitProducerId decides the outcome.
 //   - end.go: how connections ended (decode.EndSink), for Attempt.End and
 //     the causes it judges; AnswerLostWindow.
 //   - echo.go: capture duplicates: one request seen on two connections;

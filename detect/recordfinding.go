@@ -42,7 +42,19 @@ func (d *Detector) groupDecided(emit bool) {
 			d.markReported(groups[k], &f)
 			continue
 		}
+		var base Finding
+		if d.opts.Streaming {
+			// Without Streaming, Flush applies the proof to every
+			// finding (applyAll); streamed, each report gets it here.
+			d.applyFetched(&f)
+			base = f
+			d.applyTxn(&f)
+		}
 		d.countRecordFinding(groups[k], &f)
+		if d.opts.Streaming {
+			first := groups[k][0]
+			d.keepTxnPending(&base, &f, -1, 0, first, d.recs.dups[first].gen)
+		}
 		switch {
 		case d.opts.Streaming && emit:
 			d.emit(f)

@@ -78,12 +78,14 @@ func (d *Detector) report(slot int32, b *batch) Finding {
 	f := d.finding(b)
 	d.attachRecords(&f, slot)
 	d.applyFetched(&f)
+	base := f
 	d.applyTxn(&f)
 	rs := d.reports[slot]
 	if rs.revision == 0 {
 		rs.id = d.newFindingID()
 	}
 	f.Revision, f.ID = int(rs.revision), rs.id
+	d.keepTxnPending(&base, &f, slot, b.gen, -1, 0)
 	d.countReport(&f, b.reported)
 	if d.opts.KeepFindings {
 		if rs.revision == 0 {

@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -52,6 +53,8 @@ const (
 
 type txnState struct {
 	byPID map[int64]*txnProducer
+	// pendingN counts the findings kept in the producers' pending.
+	pendingN int
 }
 
 // txnProducer is one producer ID of a transactional.id.
@@ -65,6 +68,10 @@ type txnProducer struct {
 	// transaction (the coordinator aborts the open transaction of a
 	// transactional.id that initialises again: a restarted producer).
 	fences []txnFence
+	// pending are the findings reported with this producer ID's
+	// transaction outcome unknown (Streaming), to report again once it is
+	// known.
+	pending []txnPending
 }
 
 type txnFence struct {
@@ -114,6 +121,7 @@ func (d *Detector) InitProducerID(x *decode.InitProducerID) {
 	if len(p.fences) < maxTxnEpochs {
 		p.fences = append(p.fences, txnFence{unixNano(x.RequestTime), x.ProducerEpoch, ref})
 	}
+	d.reviseTxn(p)
 }
 
 // wireOf names an exchange on conn (nil: unknown) for --write-dups.
@@ -151,6 +159,7 @@ func (d *Detector) EndTxn(x *decode.EndTxn) {
 	if x.Responded && x.BumpedEpoch >= 0 {
 		p.epoch(x.BumpedEpoch, e.ref)
 	}
+	d.reviseTxn(p)
 }
 
 // applyTxn sets f.Transaction when f's producer ID is transactional, and
@@ -232,5 +241,129 @@ func (d *Detector) applyTxn(f *Finding) {
 		}
 	default:
 		f.Reason += "; the capture does not show whether " + name + " was committed or aborted"
+	}
+}
+
+// Streaming (Options.Streaming) reports a finding as soon as it is
+// decided, which for a transactional producer is mostly before the EndTxn
+// that ends its transaction: the report says the outcome is unknown. Such
+// a finding is kept, as it was before its transaction was applied, under
+// its producer ID (txnProducer.pending), and reported again, as a
+// revision, once an EndTxn or an InitProducerId of that producer ID
+// decides the outcome, so that the latest report of every finding says
+// what analyze says of it with all the capture at hand. Kept at most
+// maxTxnPending findings in all and maxTxnPendingPer a producer ID (the
+// oldest goes first), each for Window of packet time at most.
+const (
+	maxTxnPending    = 4096
+	maxTxnPendingPer = 256
+)
+
+// txnPending is a finding reported with its transaction's outcome
+// unknown: f as before applyTxn, with the Revision and ID of that report;
+// at is the packet time it was reported. slot and gen name its batch
+// (batch findings), dup and dgen the first duplicate of its group (record
+// findings; slot -1), whose revision a later report continues.
+type txnPending struct {
+	f    Finding
+	at   int64
+	slot int32
+	gen  uint32
+	dup  int32
+	dgen uint32
+}
+
+// keepTxnPending files base (a report before applyTxn) when f, the same
+// report after it, left the outcome unknown; in any case it drops an
+// earlier report of the same finding kept before.
+func (d *Detector) keepTxnPending(base, f *Finding, slot int32, gen uint32, dup int32, dgen uint32) {
+	if !d.opts.Streaming || f.ProducerID < 0 {
+		return
+	}
+	p := d.txn.byPID[f.ProducerID]
+	if p == nil {
+		return
+	}
+	kept := p.pending[:0]
+	for _, e := range p.pending {
+		if e.f.ID == f.ID || d.newest-e.at > d.window {
+			d.txn.pendingN--
+			continue
+		}
+		kept = append(kept, e)
+	}
+	clear(p.pending[len(kept):])
+	p.pending = kept
+	if f.Transaction == nil || f.Transaction.Outcome != TxnUnknown || d.txn.pendingN >= maxTxnPending {
+		return
+	}
+	if len(p.pending) >= maxTxnPendingPer {
+		p.pending = append(p.pending[:0], p.pending[1:]...)
+		d.txn.pendingN--
+	}
+	b := *base
+	b.Revision, b.ID = f.Revision, f.ID
+	b.Attempts = slices.Clone(b.Attempts) // the caller may set their hosts
+	p.pending = append(p.pending, txnPending{f: b, at: d.newest, slot: slot, gen: gen, dup: dup, dgen: dgen})
+	d.txn.pendingN++
+}
+
+// reviseTxn reports again, as revisions, the findings of p kept with an
+// unknown outcome that an EndTxn or InitProducerId just decided.
+func (d *Detector) reviseTxn(p *txnProducer) {
+	if len(p.pending) == 0 {
+		return
+	}
+	kept := p.pending[:0]
+	var due []Finding
+	for _, e := range p.pending {
+		f := e.f
+		d.applyTxn(&f)
+		if f.Transaction != nil && f.Transaction.Outcome == TxnUnknown && d.newest-e.at <= d.window {
+			kept = append(kept, e)
+			continue
+		}
+		d.txn.pendingN--
+		if f.Transaction == nil || f.Transaction.Outcome == TxnUnknown {
+			continue // too old
+		}
+		f.Revision = e.f.Revision + 1
+		d.continueRevision(&e, &f)
+		due = append(due, f)
+	}
+	clear(p.pending[len(kept):])
+	p.pending = kept
+	for _, f := range due {
+		d.stats.Revisions++
+		d.emit(f)
+	}
+}
+
+// continueRevision makes the next report of e's finding, if its batch or
+// duplicate is still remembered, come after f's revision; with
+// KeepFindings, f replaces the finding kept.
+func (d *Detector) continueRevision(e *txnPending, f *Finding) {
+	switch {
+	case e.slot >= 0:
+		if rs, ok := d.reports[e.slot]; ok && rs.id == f.ID && d.slab.at(e.slot).gen == e.gen {
+			rs.revision = int32(f.Revision) + 1
+			d.reports[e.slot] = rs
+			if d.opts.KeepFindings {
+				d.findings[rs.index] = *f
+			}
+			return
+		}
+	case d.recs != nil && int(e.dup) < len(d.recs.dups):
+		if dp := &d.recs.dups[e.dup]; dp.gen == e.dgen && dp.id == f.ID {
+			dp.revision = max(dp.revision, int32(f.Revision)+1)
+		}
+	}
+	if d.opts.KeepFindings {
+		for i := len(d.findings) - 1; i >= 0; i-- {
+			if d.findings[i].ID == f.ID {
+				d.findings[i] = *f
+				break
+			}
+		}
 	}
 }

@@ -21,9 +21,13 @@ type Event struct {
 	// Conn is the connection's ConnInfo, shared by all its events, its ID
 	// the Decoder's own.
 	Conn *decode.ConnInfo
-	// Exchange, for KindAttempt, its Conn set; End for KindConnEnd.
-	Exchange *decode.Exchange
-	End      decode.ConnEnd
+	// Exchange, for KindAttempt, its Conn set; End for KindConnEnd;
+	// EndTxn and InitProducerID for KindEndTxn and KindInitProducerID,
+	// their Conn set.
+	Exchange       *decode.Exchange
+	End            decode.ConnEnd
+	EndTxn         *decode.EndTxn
+	InitProducerID *decode.InitProducerID
 }
 
 // streamKey names one run of one host.
@@ -51,6 +55,8 @@ type Decoder struct {
 	conns  map[connKey]*connEntry
 	byID   map[uint64]*connEntry
 	names  map[string]string
+	// topics names the topic IDs the attempts read carried with a name.
+	topics map[[16]byte]string
 }
 
 // NewDecoder returns a Decoder remembering at most maxConns connections
@@ -59,7 +65,8 @@ func NewDecoder(maxConns int) *Decoder {
 	if maxConns <= 0 {
 		maxConns = DefaultMaxConns
 	}
-	return &Decoder{max: maxConns, conns: make(map[connKey]*connEntry), byID: make(map[uint64]*connEntry), names: make(map[string]string)}
+	return &Decoder{max: maxConns, conns: make(map[connKey]*connEntry), byID: make(map[uint64]*connEntry), names: make(map[string]string),
+		topics: make(map[[16]byte]string)}
 }
 
 // maxNames bounds the strings a Decoder interns.
@@ -87,7 +94,8 @@ func (d *Decoder) Decode(value []byte) (Event, error) {
 // Resolve gives rec its connection.
 func (d *Decoder) Resolve(rec Record) Event {
 	rec.Host = d.intern(rec.Host)
-	ev := Event{Kind: rec.Kind, Header: rec.Header, Exchange: rec.Exchange, End: rec.End}
+	ev := Event{Kind: rec.Kind, Header: rec.Header, Exchange: rec.Exchange, End: rec.End,
+		EndTxn: rec.EndTxn, InitProducerID: rec.InitProducerID}
 	k := connKey{stream: streamKey{rec.Host, rec.Run}, id: rec.ConnID}
 	d.uses++
 	e, ok := d.conns[k]
@@ -100,8 +108,13 @@ func (d *Decoder) Resolve(rec Record) Event {
 		info.ID = d.nextID
 		if !rec.Details {
 			info.FirstSeen = rec.At
-			if rec.Exchange != nil {
+			switch {
+			case rec.Exchange != nil:
 				info.FirstSeen = rec.Exchange.RequestTime
+			case rec.EndTxn != nil:
+				info.FirstSeen = rec.EndTxn.RequestTime
+			case rec.InitProducerID != nil:
+				info.FirstSeen = rec.InitProducerID.RequestTime
 			}
 		}
 		e = &connEntry{info: &info, host: rec.Host}
@@ -124,10 +137,37 @@ func (d *Decoder) Resolve(rec Record) Event {
 			x.ClientID = &s
 		}
 		for i := range x.Batches {
-			x.Batches[i].Topic = d.intern(x.Batches[i].Topic)
+			d.topicOf(&x.Batches[i])
 		}
 	}
+	if ev.EndTxn != nil {
+		ev.EndTxn.Conn = e.info
+	}
+	if ev.InitProducerID != nil {
+		ev.InitProducerID.Conn = e.info
+	}
+	d.internTxn(&ev)
 	return ev
+}
+
+// topicOf interns b's topic name and, for a batch named by topic ID only
+// (Produce v13 on a host that saw no Metadata answer naming it), gives it
+// the name another attempt read so far carried with the same ID. A host
+// names a topic only if it captured a Metadata answer naming it; one
+// whose producers' Metadata went to another host publishes IDs alone.
+func (d *Decoder) topicOf(b *decode.Batch) {
+	var zero [16]byte
+	switch {
+	case b.TopicID == zero:
+	case b.Topic != "":
+		if _, ok := d.topics[b.TopicID]; !ok && len(d.topics) < maxNames {
+			d.topics[b.TopicID] = d.intern(b.Topic)
+		}
+	default:
+		b.Topic = d.topics[b.TopicID]
+		return
+	}
+	b.Topic = d.intern(b.Topic)
 }
 
 // forget drops the least recently used quarter of the connections.

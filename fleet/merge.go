@@ -37,8 +37,9 @@ type MergeOptions struct {
 // HostStats is what a Merger saw of one host.
 type HostStats struct {
 	Host string
-	// Attempts and ConnEnds count its records released.
-	Attempts, ConnEnds int64
+	// Attempts, ConnEnds and Txns (EndTxn and InitProducerId) count its
+	// records released.
+	Attempts, ConnEnds, Txns int64
 	// Late counts its records that came after their time was released,
 	// MaxLate by how much the latest was.
 	Late    int64
@@ -195,10 +196,13 @@ func (m *Merger) Release(out []Event, all bool) []Event {
 		if forced && e.at > hz {
 			hs.Forced++
 		}
-		if e.ev.Kind == KindAttempt {
+		switch e.ev.Kind {
+		case KindAttempt:
 			hs.Attempts++
-		} else {
+		case KindConnEnd:
 			hs.ConnEnds++
+		default:
+			hs.Txns++
 		}
 		m.released = max(m.released, e.at)
 		out = append(out, e.ev)

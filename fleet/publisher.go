@@ -58,8 +58,8 @@ type PublisherStats struct {
 const maxPublishErrs = 3
 
 // Publisher publishes the attempts of a capture to a Kafka topic in the
-// background. Exchange and ConnEnd are called on the capture's goroutine
-// (as a decode.Sink's methods are) and never block: a record is encoded
+// background. Exchange, ConnEnd, EndTxn and InitProducerID are called on
+// the capture's goroutine (as a decode.Sink's methods are) and never block: a record is encoded
 // there and handed to franz-go's client, which sends it in batches
 // (zstd-compressed, keyed by producer: Key); a full buffer drops it,
 // counted. Stats and IsOwnConn are safe for concurrent use.
@@ -120,6 +120,14 @@ func (p *Publisher) Exchange(x *decode.Exchange) { p.enc.Exchange(x, p.emit) }
 
 // ConnEnd publishes how connection c ended.
 func (p *Publisher) ConnEnd(c *decode.ConnInfo, e decode.ConnEnd) { p.enc.ConnEnd(c, e, p.emit) }
+
+// EndTxn publishes an EndTxn request and its answer (decode.TxnSink's
+// rules: during the call only).
+func (p *Publisher) EndTxn(x *decode.EndTxn) { p.enc.EndTxn(x, p.emit) }
+
+// InitProducerID publishes an InitProducerId exchange of a transactional
+// producer.
+func (p *Publisher) InitProducerID(x *decode.InitProducerID) { p.enc.InitProducerID(x, p.emit) }
 
 func (p *Publisher) produce(key, value []byte) {
 	p.records.Add(1)

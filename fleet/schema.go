@@ -13,7 +13,9 @@ import (
 // byte 0 (none), 4 or 6, the address, a big-endian u16 port):
 //
 //	version   byte = 1; a reader refuses any other (ErrVersion)
-//	kind      byte: 1 attempt (a produce exchange), 2 connection end
+//	kind      byte: 1 attempt (a produce exchange), 2 connection end,
+//	          3 EndTxn, 4 InitProducerId; a reader refuses a kind it does
+//	          not know (ErrKind), and the consumer counts and skips it
 //	host      str   the capture host
 //	run       u     the publisher's run, random: a restarted host numbers its
 //	                connections anew, so (host, run) is one stream
@@ -59,6 +61,52 @@ import (
 // byte (1 fin, 2 rst, 3 end of capture, 4 idle, 5 evicted; 255: str
 // follows) and time s (ns before at).
 //
+// An EndTxn (decode.EndTxn: the request and its answer; the connection is
+// the producer's to its transaction coordinator) goes on (txn.go):
+//
+//	flags     u: 1 responded, 2 client.id not null, 4 commit (else abort)
+//	[client.id str]
+//	transactional_id str, correlation_id s, version s, producer_id s,
+//	producer_epoch s
+//	request   s     ns before at
+//	responded: response s (ns after the request), error_code s,
+//	           bumped_epoch s (-1: none; EndTxn v5+)
+//
+// An InitProducerId (decode.InitProducerID, always answered; only those of
+// a transactional.id that succeeded, the only ones detect reads) goes on:
+//
+//	flags     u: 1 client.id not null, 2 transactional.id not null
+//	[client.id str] [transactional.id str]
+//	correlation_id s, version s
+//	request   s     ns before at
+//	response  s     ns after the request
+//	old_producer_id s, old_producer_epoch s, error_code s, producer_id s,
+//	producer_epoch s
+//
+// Both are keyed as the producer's attempts are (Key: the client's IP and
+// client.id, which a client sends alike on its connections to the
+// coordinator and to the partitions' leaders), so that they reach the
+// partition, and the correlation, that has the producer's attempts, from
+// whichever host captured the coordinator's traffic. Kinds 3 and 4 came
+// after the first release of version 1: a reader of then refuses them as
+// a kind it does not know, counts them malformed and skips them (its
+// verdicts are those without the transactions, as before), so the version
+// stayed 1. A kind is added the same way; a change to the layout of a kind
+// is a new version.
+//
+// Fetch responses are not published: a fetched batch names no producer
+// (a non-idempotent batch carries no producer ID, and no batch carries the
+// client's address or client.id), so it cannot be keyed to the partition
+// of the producer's attempts; it would have to go to every partition, and
+// every consumer group reads every batch again. A correlation's verdicts
+// rest on the produce answers alone (evidence produce_responses). That is
+// conservative: the fetched copies confirm a verdict, find a second copy
+// the answers did not show (any verdict to duplicated) or show one copy
+// of an unconfirmed batch (to single); they never take back a duplicated
+// verdict, so a correlation never claims a duplicate that analyze with
+// the fetches would not. It may miss one the fetches alone show, or leave
+// unconfirmed what they decide.
+//
 // Times are deltas from at, so that most take two to four bytes. The
 // record prints (10 bytes a record) and records go only with the batches
 // whose records a correlation may match (Encoder, hot.go).
@@ -74,10 +122,19 @@ const (
 	KindAttempt Kind = 1
 	// KindConnEnd: how one connection ended (decode.ConnEnd).
 	KindConnEnd Kind = 2
+	// KindEndTxn: one EndTxn request and its answer (decode.EndTxn).
+	KindEndTxn Kind = 3
+	// KindInitProducerID: one InitProducerId exchange
+	// (decode.InitProducerID).
+	KindInitProducerID Kind = 4
 )
 
 // ErrVersion is the error of a record of another schema version.
 var ErrVersion = errors.New("fleet: attempt record of an unknown schema version")
+
+// ErrKind is the error of a record of a kind this reader does not know (a
+// later release's): skipped, as a malformed record is.
+var ErrKind = errors.New("fleet: attempt record of an unknown kind")
 
 // Header is what every record starts with: where and when.
 type Header struct {
@@ -321,6 +378,10 @@ type Record struct {
 	Exchange *decode.Exchange
 	// End, for KindConnEnd.
 	End decode.ConnEnd
+	// EndTxn, for KindEndTxn, and InitProducerID, for KindInitProducerID:
+	// their Conn is nil until a Decoder sets it.
+	EndTxn         *decode.EndTxn
+	InitProducerID *decode.InitProducerID
 }
 
 // maxRecordsPerBatch bounds the records a batch of a record carries.
@@ -366,9 +427,13 @@ func Decode(value []byte) (Record, error) {
 			r.fail(fmt.Errorf("connection end %d", code))
 		}
 		rec.End.Time = time.Unix(0, at-r.varint())
+	case KindEndTxn:
+		rec.EndTxn = readEndTxn(r, at)
+	case KindInitProducerID:
+		rec.InitProducerID = readInitProducerID(r, at)
 	default:
 		if r.err == nil {
-			r.fail(fmt.Errorf("record kind %d", rec.Kind))
+			r.fail(fmt.Errorf("%w %d", ErrKind, rec.Kind))
 		}
 	}
 	if r.err == nil && r.left() != 0 {

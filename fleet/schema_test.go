@@ -117,13 +117,82 @@ func TestDecodeRefuses(t *testing.T) {
 		{"cut", v[:len(v)-3]},
 		{"trailing", append(append([]byte(nil), v...), 0)},
 		{"huge count", []byte{1, 1, 0xff, 0xff, 0xff, 0xff, 0x0f}},
+		{"unknown kind", append([]byte{1, 9}, v[2:]...)},
 	} {
-		if _, err := Decode(tt.b); err == nil {
+		_, err := Decode(tt.b)
+		switch {
+		case err == nil:
 			t.Errorf("%s: no error", tt.name)
-		} else if tt.name == "other version" && !errors.Is(err, ErrVersion) {
+		case tt.name == "other version" && !errors.Is(err, ErrVersion):
+			t.Errorf("%s: %v", tt.name, err)
+		case tt.name == "unknown kind" && !errors.Is(err, ErrKind):
 			t.Errorf("%s: %v", tt.name, err)
 		}
 	}
+}
+
+// TestTxnRoundTrip: EndTxn (answered or not) and InitProducerId records
+// decode to what was encoded, and go under the key of their client's
+// attempts, whichever connection (coordinator's) carried them.
+func TestTxnRoundTrip(t *testing.T) {
+	t0 := time.Unix(1700000000, 5)
+	coord := &decode.ConnInfo{ID: 9, Client: netip.MustParseAddrPort("10.0.0.1:50007"), Broker: netip.MustParseAddrPort("10.0.0.3:9092")}
+	ends := []*decode.EndTxn{
+		{Conn: coord, ClientID: strp("app"), CorrelationID: 12, Version: 5, RequestTime: t0, TransactionalID: "txn-1",
+			ProducerID: 1 << 40, ProducerEpoch: 3, Commit: false, Responded: true, ResponseTime: t0.Add(2 * time.Millisecond),
+			ErrorCode: 0, BumpedEpoch: 4},
+		{Conn: coord, CorrelationID: 13, Version: 3, RequestTime: t0, TransactionalID: "txn-1", ProducerID: 7, ProducerEpoch: 0,
+			Commit: true, BumpedEpoch: -1},
+	}
+	for _, x := range ends {
+		var key, val []byte
+		NewEncoder(EncoderOptions{Host: "b3"}).EndTxn(x, func(k, v []byte) { key, val = append(key, k...), append(val, v...) })
+		rec, err := Decode(val)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := rec.EndTxn
+		if rec.Kind != KindEndTxn || got == nil || rec.ConnID != 9 || rec.Conn.Broker != coord.Broker {
+			t.Fatalf("record %+v", rec)
+		}
+		got.Conn = coord
+		if !reflect.DeepEqual(got, x) {
+			t.Errorf("got  %+v\nwant %+v", got, x)
+		}
+		if want := Key(coord.Client, x.ClientID); string(key) != string(want) {
+			t.Errorf("key %q, want the attempts' %q", key, want)
+		}
+	}
+	init := &decode.InitProducerID{Conn: coord, ClientID: strp("app"), CorrelationID: 1, Version: 4, RequestTime: t0,
+		ResponseTime: t0.Add(time.Millisecond), TransactionalID: strp("txn-1"), OldProducerID: -1, OldProducerEpoch: -1,
+		ProducerID: 1 << 40, ProducerEpoch: 3}
+	var key, val []byte
+	enc := NewEncoder(EncoderOptions{Host: "b3"})
+	enc.InitProducerID(init, func(k, v []byte) { key, val = append(key, k...), append(val, v...) })
+	rec, err := Decode(val)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Kind != KindInitProducerID || rec.InitProducerID == nil {
+		t.Fatalf("record %+v", rec)
+	}
+	rec.InitProducerID.Conn = coord
+	if !reflect.DeepEqual(rec.InitProducerID, init) {
+		t.Errorf("got  %+v\nwant %+v", rec.InitProducerID, init)
+	}
+	if string(key) != "10.0.0.1|app" {
+		t.Errorf("key %q", key)
+	}
+	// An idempotent producer's InitProducerId (no transactional.id) and a
+	// failed one are not published: detect reads neither.
+	n := 0
+	for _, x := range []decode.InitProducerID{{Conn: coord, ProducerID: 5}, {Conn: coord, TransactionalID: strp("t"), ErrorCode: 53, ProducerID: -1}} {
+		enc.InitProducerID(&x, func(_, _ []byte) { n++ })
+	}
+	if n != 0 {
+		t.Errorf("%d records of InitProducerIds detect does not read", n)
+	}
+	t.Logf("EndTxn %d bytes, InitProducerId %d bytes", len(AppendEndTxn(nil, Header{Host: "b3", At: t0}, ends[0])), len(val))
 }
 
 func TestKey(t *testing.T) {
@@ -146,6 +215,10 @@ func FuzzDecode(f *testing.F) {
 	f.Add(AppendAttempt(nil, Header{Host: "h", At: time.Unix(1, 0)}, sampleExchange(true), true, func(int) bool { return true }))
 	f.Add(AppendAttempt(nil, Header{Host: "h", At: time.Unix(1, 0)}, sampleExchange(false), false, nil))
 	f.Add(AppendConnEnd(nil, Header{Host: "h"}, &decode.ConnInfo{ID: 1}, decode.ConnEnd{How: decode.EndFIN}))
+	f.Add(AppendEndTxn(nil, Header{Host: "h", At: time.Unix(1, 0)}, &decode.EndTxn{ClientID: strp("c"), TransactionalID: "t",
+		ProducerID: 3, Responded: true, ResponseTime: time.Unix(1, 0), BumpedEpoch: 1}))
+	f.Add(AppendInitProducerID(nil, Header{Host: "h", At: time.Unix(1, 0)}, &decode.InitProducerID{TransactionalID: strp("t"),
+		RequestTime: time.Unix(1, 0), ResponseTime: time.Unix(1, 0), ProducerID: 3}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rec, err := Decode(b)
 		if err != nil {
@@ -153,12 +226,19 @@ func FuzzDecode(f *testing.F) {
 		}
 		// What decodes encodes to bytes that decode alike.
 		var again []byte
-		if rec.Kind == KindAttempt {
+		switch rec.Kind {
+		case KindAttempt:
 			x := rec.Exchange
 			x.Conn = &rec.Conn
 			full := func(i int) bool { return x.Batches[i].Records != nil || len(x.Batches[i].RecordPrints()) > 0 }
 			again = AppendAttempt(nil, rec.Header, x, rec.Details, full)
-		} else {
+		case KindEndTxn:
+			rec.EndTxn.Conn = &rec.Conn
+			again = AppendEndTxn(nil, rec.Header, rec.EndTxn)
+		case KindInitProducerID:
+			rec.InitProducerID.Conn = &rec.Conn
+			again = AppendInitProducerID(nil, rec.Header, rec.InitProducerID)
+		default:
 			again = AppendConnEnd(nil, rec.Header, &rec.Conn, rec.End)
 		}
 		rec2, err := Decode(again)

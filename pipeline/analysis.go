@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"runtime"
-
 	"github.com/kdupcap/kdupcap/capture"
 	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
@@ -44,9 +42,6 @@ func NewAnalysis(o Options) *Analysis {
 	if n > 1 {
 		a.sharded = newSharded(st, n)
 	} else {
-		// Workers 0 with one worker chosen and a second core: decode and
-		// detect on a goroutine of their own (single.go's split).
-		st.split = o.Workers == 0 && runtime.GOMAXPROCS(0) > 1
 		a.single = newSingle(st)
 	}
 	return a
@@ -73,7 +68,7 @@ func (a *Analysis) Stats() detect.Stats {
 	if a.sharded != nil {
 		return a.sharded.det.Stats()
 	}
-	return a.single.stats()
+	return a.single.det.Stats()
 }
 
 // Read feeds the inputs into the run, telling onRead (if set) now and then

@@ -156,6 +156,10 @@ func (c *Correlate) feed(evs []fleet.Event, now time.Time) {
 			c.det.Produce(x)
 		case fleet.KindConnEnd:
 			c.det.ConnEnd(e.Conn, e.End)
+		case fleet.KindEndTxn:
+			c.det.EndTxn(e.EndTxn)
+		case fleet.KindInitProducerID:
+			c.det.InitProducerID(e.InitProducerID)
 		}
 		if e.At.After(c.newest) {
 			c.newest = e.At

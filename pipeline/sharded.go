@@ -417,9 +417,9 @@ func (sp *sharded) replay(e *shardEvent) {
 		sp.shared.ResolveFetch(e.fetch)
 		sp.det.Fetch(e.fetch)
 	case eventInitPID:
-		sp.det.InitProducerID(e.initPID)
+		sp.sink.InitProducerID(e.initPID)
 	case eventEndTxn:
-		sp.det.EndTxn(e.endTxn)
+		sp.sink.EndTxn(e.endTxn)
 	case eventConnEnd:
 		sp.sink.ConnEnd(e.conn, e.end)
 	}

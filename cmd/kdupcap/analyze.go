@@ -220,6 +220,7 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if code != exitOK {
 		return code
 	}
+	defer pub.release() // on an early return; closeAttempts closes it else
 	if pub != nil {
 		cfg.opts.Attempts = pub
 	}

@@ -192,6 +192,7 @@ func (a *attemptsFlags) open(co fleet.ClientOptions, o pipeline.Options) (*attem
 type attemptsPublisher struct {
 	*fleet.Publisher
 	url, host string
+	closed    bool
 }
 
 // close delivers what is buffered (within 10s) and says what was
@@ -200,12 +201,26 @@ func (p *attemptsPublisher) close() (*report.AttemptsSummary, error) {
 	if p == nil {
 		return nil, nil
 	}
+	p.closed = true
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := p.Close(ctx)
 	s := p.Stats()
 	return &report.AttemptsSummary{Target: p.url, Host: p.host, Records: s.Records, Bytes: s.Bytes,
 		Delivered: s.Delivered, Dropped: s.Dropped, Failed: s.Failed, Errors: s.Errors}, err
+}
+
+// release closes the publisher unless close did: deferred right after it
+// is opened, so that a run that fails before its summary leaves no client
+// behind (what it buffered is delivered within 10s).
+func (p *attemptsPublisher) release() {
+	if p == nil || p.closed {
+		return
+	}
+	p.closed = true
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = p.Close(ctx)
 }
 
 // ownConns answers whether a connection is one of kdupcap's own clients'

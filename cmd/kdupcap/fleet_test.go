@@ -99,11 +99,19 @@ type fleetFinding struct {
 	ID        string `json:"id"`
 	Revision  int    `json:"revision"`
 	Topic     string `json:"topic"`
+	TopicID   string `json:"topic_id"`
 	Partition int32  `json:"partition"`
 	BatchCRC  string `json:"batch_crc"`
 	Scope     string `json:"scope"`
 	Verdict   string `json:"verdict"`
-	Attempts  []struct {
+	Reason    string `json:"reason"`
+	// Transaction is the finding's transaction, when its producer's is
+	// known.
+	Transaction *struct {
+		TransactionalID string `json:"transactional_id"`
+		Outcome         string `json:"outcome"`
+	} `json:"transaction"`
+	Attempts []struct {
 		Client        string          `json:"client"`
 		Broker        string          `json:"broker"`
 		CorrelationID int32           `json:"correlation_id"`

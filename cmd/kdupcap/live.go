@@ -203,6 +203,7 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if r.pub, code = openAttempts(cfg.attempts, cfg.kafka, o.Options, stderr); code != exitOK {
 		return code
 	}
+	defer r.pub.release() // on an early return; closeAttempts closes it else
 	if r.pub != nil {
 		o.Attempts = r.pub
 	}
