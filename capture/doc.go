@@ -30,7 +30,11 @@
 //
 // [Packet].Data belongs to the Source and is valid until the next call to
 // Next (for a [Merged], until the next call to Merged.Next); Add does not
-// keep it (an Evidence copies it). The data handed to [Stream.Data] belongs
+// keep it (an Evidence copies it). A pcap's records are parsed in place in
+// the Source's buffer, no packet copied; a Merged reads a compressed pcap
+// (and with MergeOptions.ReadAheadPlain one not compressed) ahead on a
+// goroutine of its own, into chunks that become that buffer in turn, the
+// decompressor writing into them. The data handed to [Stream.Data] belongs
 // to capture and is valid only during the call. Stream methods are called
 // from within Add, Tick and Close, on the caller's goroutine; neither Source,
 // Merged, Assembler nor Evidence is safe for concurrent use.
@@ -59,6 +63,8 @@
 //   - pcap.go: a pcap's records, parsed in place in the Source's buffer.
 //   - secrets.go: the TLS key logs of pcapng Decryption Secrets Blocks.
 //   - readahead.go: decompression on a goroutine of its own, ahead of Next.
+//   - pcapahead.go: a pcap's stream read into chunks on a goroutine of its
+//     own, its records parsed in place there.
 //   - errors.go: InputError, ErrNotCapture and ErrEmpty.
 //   - oversized.go: MaxPacketBytes; packets over it skipped unread.
 //   - merge.go: Merge, Merged, Layout, Span: several sources as one timeline.

@@ -19,6 +19,11 @@ type MergeOptions struct {
 	// Decryption Secrets Block with the name of its source, before any
 	// packet read after the block is handed out (Source.Secrets).
 	OnSecrets func(source string, keylog []byte)
+	// ReadAheadPlain reads a pcap that is not compressed ahead too, on a
+	// goroutine of its own, as compressed sources are: for a caller that
+	// decodes on another goroutine, where this one is the busier
+	// (pcapahead.go).
+	ReadAheadPlain bool
 }
 
 // Layout says how the time spans of merged sources relate.
@@ -82,8 +87,9 @@ type Merged struct {
 	prime  int  // sources primed so far (their first packet read)
 	primed bool // every source primed and the heap built
 	out    bool // h[0]'s packet has been handed out; advance it first
-	// onSecrets is MergeOptions.OnSecrets.
+	// onSecrets is MergeOptions.OnSecrets, plain ReadAheadPlain.
 	onSecrets func(source string, keylog []byte)
+	plain     bool
 	// ahead[i]: source i is decompressed ahead (Source.readAhead), as at
 	// most maxReadAhead are at once.
 	ahead  []bool
@@ -115,6 +121,7 @@ func Merge(srcs []*Source, opts MergeOptions) *Merged {
 		ahead: make([]bool, len(srcs)),
 
 		onSecrets: opts.OnSecrets,
+		plain:     opts.ReadAheadPlain,
 	}
 	copy(m.skew, opts.ClockSkew)
 	for i, s := range srcs {
@@ -157,7 +164,7 @@ func (m *Merged) Next() (Packet, error) {
 // in the heap: appended while priming, fixed at the top afterwards (where i
 // is, having just been handed out), removed at the source's end or error.
 func (m *Merged) read(i int) error {
-	if m.primed && !m.ahead[i] && m.aheadN < maxReadAhead && m.srcs[i].readAhead(&m.bufs) {
+	if m.primed && !m.ahead[i] && m.aheadN < maxReadAhead && m.srcs[i].readAhead(&m.bufs, m.plain) {
 		m.ahead[i] = true
 		m.aheadN++
 	}

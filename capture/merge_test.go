@@ -176,10 +176,11 @@ func TestMerge(t *testing.T) {
 		skew: []time.Duration{0, ms(1.5)},
 		want: "a1@1 a2@2 b1@2.5 b2@3.5",
 	}}
-	// Each case with its files as they are, gzipped and zstd-compressed:
-	// the same packets and errors, compressed ones decompressed ahead (at
-	// most maxReadAhead at once, none holding buffers once read).
-	for _, codec := range []string{"none", "gzip", "zstd"} {
+	// Each case with its files as they are (read ahead or not), gzipped and
+	// zstd-compressed: the same packets and errors, read (and
+	// decompressed) ahead (at most maxReadAhead at once, none holding
+	// buffers once read).
+	for _, codec := range []string{"none", "none-ahead", "gzip", "zstd"} {
 		for _, tt := range tests {
 			t.Run(codec+"/"+tt.name, func(t *testing.T) {
 				testMerge(t, codec, tt.files, tt.skew, tt.want, tt.layout)
@@ -205,7 +206,7 @@ func testMerge(t *testing.T, codec string, files []mergeTestFile, skew []time.Du
 		}
 		srcs = append(srcs, s)
 	}
-	m := Merge(srcs, MergeOptions{ClockSkew: skew})
+	m := Merge(srcs, MergeOptions{ClockSkew: skew, ReadAheadPlain: codec == "none-ahead"})
 	defer m.Close()
 	var got []string
 	mostAhead := 0
@@ -245,9 +246,12 @@ func testMerge(t *testing.T, codec string, files []mergeTestFile, skew []time.Du
 		if s.ra != nil && (s.ra.active() || s.ra.empty != nil) {
 			t.Errorf("source %d read to its end still reads ahead or holds buffers", i)
 		}
+		if a := s.pb.ahead; a != nil && a.ended && (len(a.empty) > 0 || a.cur != nil) {
+			t.Errorf("source %d read to its end still holds chunks", i)
+		}
 	}
 	if codec == "none" && mostAhead > 0 {
-		t.Errorf("an uncompressed source was read ahead")
+		t.Errorf("an uncompressed source was read ahead without ReadAheadPlain")
 	}
 }
 
@@ -354,9 +358,9 @@ func TestMergeAllocations(t *testing.T) {
 }
 
 // TestMergeReadsAhead: compressed files too large for the first read are
-// decompressed ahead while they are read, at most maxReadAhead at once,
-// and give the same packets as uncompressed; rotated files read one after
-// the other reuse one set of buffers.
+// decompressed ahead into chunks while they are read, at most
+// maxReadAhead at once, and give the same packets as uncompressed;
+// rotated files read one after the other reuse one set of chunks.
 func TestMergeReadsAhead(t *testing.T) {
 	label := strings.Repeat("x", 1000)
 	files := func(n int, rotated bool) [][]mpkt {
@@ -411,7 +415,7 @@ func testMergeReadsAhead(t *testing.T, files [][]mpkt, wantAhead, wantSets int) 
 			mostAhead = max(mostAhead, m.aheadN)
 			p, err := m.Next()
 			if err == io.EOF {
-				bufs = len(m.bufs.free) // every source ended: all given back
+				bufs = len(m.bufs.chunkPool().free) // every source ended: all given back
 				return labels, mostAhead
 			}
 			if err != nil {
@@ -428,7 +432,7 @@ func testMergeReadsAhead(t *testing.T, files [][]mpkt, wantAhead, wantSets int) 
 	if mostAhead != wantAhead {
 		t.Errorf("at most %d sources read ahead at once, want %d", mostAhead, wantAhead)
 	}
-	if bufs != wantSets*readAheadBuffers {
-		t.Errorf("%d buffers made, want %d", bufs, wantSets*readAheadBuffers)
+	if bufs != wantSets*aheadChunks {
+		t.Errorf("%d chunks made, want %d", bufs, wantSets*aheadChunks)
 	}
 }

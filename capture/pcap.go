@@ -20,12 +20,8 @@ import (
 // packet bytes after it ends the file cleanly, as with pcapgo's
 // ZeroCopyReadPacketData).
 //
-// A pcap not compressed is not read ahead on another goroutine (chunks
-// taken whole, with no copy, were tried on the bench captures: no faster in
-// wall time, a fifth to a third more CPU time): read on this core, the
-// kernel's copy leaves the bytes in its cache for the parsing, reassembly,
-// CRC and hash that follow; read on the other, they must come over all the
-// same, with two hand-overs between goroutines per chunk.
+// Once a merge reads the Source ahead, the stream is read on a goroutine
+// of its own into chunks that become the buffer in turn (pcapahead.go).
 
 // pcapBufSize is a pcap's buffer: a record up to this long is parsed in
 // place (a longer one is read into a buffer of its own); the part of a
@@ -108,7 +104,10 @@ func (s *Source) nextPcap() error {
 	case capLen > MaxPacketBytes:
 		return s.skipPcapRecord(sec, frac, capLen)
 	}
-	var data []byte
+	var (
+		data []byte
+		held *aheadBuf // the chunk data lies in, when read ahead
+	)
 	if n := pcapRecordHeader + capLen; n <= pcapBufSize {
 		b, err := s.pb.peek(n)
 		if len(b) < n {
@@ -119,6 +118,9 @@ func (s *Source) nextPcap() error {
 		}
 		data = b[pcapRecordHeader:n:n]
 		s.pb.r += n
+		if s.pb.ahead != nil {
+			held = s.pb.ahead.cur
+		}
 	} else if data, err = s.readLarge(capLen); err != nil {
 		if err == io.EOF {
 			return s.endPcap()
@@ -130,7 +132,7 @@ func (s *Source) nextPcap() error {
 	ts := time.Unix(int64(sec), int64(frac*r.factor)).UTC()
 	s.lastTS = ts
 	p := &s.pkt // field by field: no Packet built and copied
-	p.Data, p.LinkType = data, s.link
+	p.Data, p.LinkType, p.chunk = data, s.link, held
 	p.CI.Timestamp, p.CI.CaptureLength, p.CI.Length = ts, capLen, origLen
 	p.CI.InterfaceIndex, p.CI.AncillaryData = 0, nil
 	return nil
@@ -207,6 +209,9 @@ type pcapBuf struct {
 	off  int64 // stream offset of buf[w]
 	rd   io.Reader
 	err  error // rd's error after buf[w], sticky
+	// ahead, once the stream is read ahead, hands it on in chunks
+	// (pcapahead.go), each taken as buf in turn.
+	ahead *pcapAhead
 }
 
 // newPcapBuf makes the buffer of a pcap read so far through br, up to
@@ -227,6 +232,10 @@ func (b *pcapBuf) buffered() int { return b.w - b.r }
 // most pcapBufSize bytes, and Read and discard fill an empty buffer only.
 func (b *pcapBuf) fill() {
 	if b.err != nil {
+		return
+	}
+	if b.ahead != nil {
+		b.fillAhead()
 		return
 	}
 	if b.r > 0 {
@@ -295,4 +304,9 @@ func (b *pcapBuf) Read(p []byte) (int, error) {
 }
 
 // release lets the buffer go at the end of the stream.
-func (b *pcapBuf) release() { b.buf, b.r, b.w = nil, 0, 0 }
+func (b *pcapBuf) release() {
+	b.buf, b.r, b.w = nil, 0, 0
+	if b.ahead != nil {
+		b.ahead.drop()
+	}
+}

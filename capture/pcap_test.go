@@ -6,9 +6,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/iotest"
 
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
@@ -43,12 +45,19 @@ func pcapgoRead(file []byte) ([]Packet, string) {
 }
 
 // sourceRead reads file with a Source, as pcapgoRead does.
-func sourceRead(file []byte) ([]Packet, string) {
+func sourceRead(file []byte) ([]Packet, string) { return sourceReadAhead(file, nil) }
+
+// sourceReadAhead is sourceRead with the Source read ahead into chunks of
+// pool (pcapahead.go), when pool is not nil.
+func sourceReadAhead(file []byte, pool *bufPool) ([]Packet, string) {
 	s, err := NewSource("f", bytes.NewReader(file))
 	if err != nil {
 		return nil, err.Error()
 	}
 	defer s.Close()
+	if pool != nil {
+		s.readAhead(pool, true)
+	}
 	var out []Packet
 	for {
 		p, err := s.Next()
@@ -65,12 +74,16 @@ func sourceRead(file []byte) ([]Packet, string) {
 
 // diffPcap reports how Source and pcapgo read file differently; input
 // too short to be told a pcap is not compared.
-func diffPcap(file []byte) string {
+func diffPcap(file []byte) string { return diffPcapAhead(file, nil) }
+
+// diffPcapAhead is diffPcap with the Source read ahead into chunks of pool
+// when it is not nil.
+func diffPcapAhead(file []byte, pool *bufPool) string {
 	if len(file) < 4 {
 		return ""
 	}
 	want, wantErr := pcapgoRead(file)
-	got, gotErr := sourceRead(file)
+	got, gotErr := sourceReadAhead(file, pool)
 	if gotErr != wantErr {
 		return fmt.Sprintf("error %q, want %q", gotErr, wantErr)
 	}
@@ -129,9 +142,13 @@ func pcapCorpus(tb testing.TB) [][]byte {
 // the same packets, timestamps and lengths, and at every cut and every bad
 // record length the same error at the same offset (or the same clean end).
 func TestPcapRecordsAsPcapgo(t *testing.T) {
+	pool := &bufPool{size: aheadChunkSize}
 	for ci, file := range pcapCorpus(t) {
 		if d := diffPcap(file); d != "" {
 			t.Fatalf("file %d whole: %s", ci, d)
+		}
+		if d := diffPcapAhead(file, pool); d != "" {
+			t.Fatalf("file %d whole, read ahead: %s", ci, d)
 		}
 		// Cuts at every byte around each record boundary and a few within.
 		cuts := map[int]bool{}
@@ -156,6 +173,11 @@ func TestPcapRecordsAsPcapgo(t *testing.T) {
 			}
 			if d := diffPcap(file[:c]); d != "" {
 				t.Errorf("file %d cut at %d: %s", ci, c, d)
+			}
+			if c%7 == 0 {
+				if d := diffPcapAhead(file[:c], pool); d != "" {
+					t.Errorf("file %d cut at %d, read ahead: %s", ci, c, d)
+				}
 			}
 		}
 		// Bad lengths in the second record: over the snap length, over the
@@ -208,4 +230,114 @@ func FuzzPcapRecords(f *testing.F) {
 			t.Fatal(d)
 		}
 	})
+}
+
+// TestPcapAheadChunks: a pcap of many chunks' worth, its records of every
+// size cut at chunk ends anywhere, reads the same ahead as not, whole and
+// cut short at random places.
+func TestPcapAheadChunks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	b := pcapHeader(0x40000)
+	for i := 0; len(b) < 6*aheadChunkData; i++ {
+		n := rng.IntN(70000)
+		if i%50 == 0 {
+			n = pcapBufSize + rng.IntN(pcapBufSize) // read through the buffer (readLarge)
+		}
+		b = recordHeader(b, uint32(1700000000+i), uint32(n), uint32(n))
+		for j := range n {
+			b = append(b, byte(i+j))
+		}
+	}
+	pool := &bufPool{size: aheadChunkSize}
+	// Short reads (a pipe) hand chunks on as they come.
+	want, _ := sourceRead(b)
+	s, err := NewSource("f", iotest.HalfReader(bytes.NewReader(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.readAhead(pool, true)
+	for i := 0; ; i++ {
+		p, err := s.Next()
+		if err == io.EOF && i == len(want) {
+			break
+		}
+		if err != nil || i >= len(want) || !bytes.Equal(p.Data, want[i].Data) {
+			t.Fatalf("short reads: packet %d: %v", i, err)
+		}
+	}
+	s.Close()
+	for _, cut := range []int{len(b), len(b) - 1, len(b) / 2, aheadChunkData + 3, 3*aheadChunkData - pcapRecordHeader} {
+		want, wantErr := sourceRead(b[:cut])
+		got, gotErr := sourceReadAhead(b[:cut], pool)
+		if gotErr != wantErr || len(got) != len(want) {
+			t.Fatalf("cut at %d: %d packets, error %q; not read ahead: %d, %q", cut, len(got), gotErr, len(want), wantErr)
+		}
+		for i := range got {
+			if !bytes.Equal(got[i].Data, want[i].Data) || !got[i].CI.Timestamp.Equal(want[i].CI.Timestamp) || got[i].CI.Length != want[i].CI.Length {
+				t.Fatalf("cut at %d: packet %d differs", cut, i)
+			}
+		}
+	}
+}
+
+// TestHold: a packet read ahead keeps its bytes while held, however far
+// the Source reads on (its chunk is filled again only once released); a
+// packet not read ahead cannot be held.
+func TestHold(t *testing.T) {
+	b := pcapHeader(0xffff)
+	for i := 0; len(b) < 8*aheadChunkData; i++ {
+		n := 20000 + i%9000
+		b = recordHeader(b, uint32(1700000000+i), uint32(n), uint32(n))
+		for j := range n {
+			b = append(b, byte(i*7+j))
+		}
+	}
+	sync, err := NewSource("f", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := sync.Next(); err != nil {
+		t.Fatal(err)
+	} else if _, ok := p.Hold(); ok {
+		t.Error("a packet not read ahead was held")
+	}
+	sync.Close()
+
+	s, err := NewSource("f", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.readAhead(nil, true)
+	type kept struct {
+		h    Hold
+		data []byte
+		copy []byte
+	}
+	var holds []kept
+	for i := 0; ; i++ {
+		p, err := s.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%20 == 10 && len(holds) < aheadChunks-2 {
+			h, ok := p.Hold()
+			if !ok || !h.Holds(p) {
+				t.Fatalf("packet %d read ahead: no hold", i)
+			}
+			holds = append(holds, kept{h, p.Data, bytes.Clone(p.Data)})
+		}
+	}
+	if len(holds) < aheadChunks-2 {
+		t.Fatalf("%d packets held", len(holds))
+	}
+	for i, k := range holds {
+		if !bytes.Equal(k.data, k.copy) {
+			t.Errorf("held packet %d overwritten", i)
+		}
+		k.h.Release()
+	}
 }

@@ -75,18 +75,40 @@ func (ra *readAhead) start(pool *bufPool) {
 
 // bufPool keeps the buffers of read-aheads that ended for the next ones: a
 // merge of many rotated files reuses a few buffers instead of making four
-// for every file. It is used by the reading goroutine only.
-type bufPool struct{ free [][]byte }
+// for every file. It is used by the reading goroutine only. Its buffers
+// are of size bytes (readAheadSize when 0); chunks is the pool of a pcap's
+// chunks (pcapahead.go).
+type bufPool struct {
+	free   [][]byte
+	size   int
+	chunks *bufPool
+}
 
 func (p *bufPool) get() []byte {
+	size := readAheadSize
 	if p != nil {
 		if n := len(p.free); n > 0 {
 			b := p.free[n-1]
 			p.free = p.free[:n-1]
 			return b
 		}
+		if p.size > 0 {
+			size = p.size
+		}
 	}
-	return make([]byte, readAheadSize)
+	return make([]byte, size)
+}
+
+// chunkPool is the pool of a pcap's chunks beside p (a pool of its own
+// when p is nil).
+func (p *bufPool) chunkPool() *bufPool {
+	if p == nil {
+		return &bufPool{size: aheadChunkSize}
+	}
+	if p.chunks == nil {
+		p.chunks = &bufPool{size: aheadChunkSize}
+	}
+	return p.chunks
 }
 
 func (p *bufPool) put(b []byte) {
@@ -166,6 +188,18 @@ func (ra *readAhead) drop() {
 	}
 	ra.empty, ra.full, ra.cur, ra.buf = nil, nil, nil, nil
 	ra.r, ra.release = nil, nil
+}
+
+// detach hands r and its release over to another reader (a pcap's chunks,
+// pcapahead.go), as long as reading ahead has not started and r has not
+// ended: Read is not called any more, and Close releases nothing.
+func (ra *readAhead) detach() (io.Reader, func(), bool) {
+	if ra.started || ra.closed || ra.err != nil {
+		return nil, nil, false
+	}
+	r, rel := ra.r, ra.release
+	ra.r, ra.release, ra.closed = nil, nil, true
+	return r, rel, true
 }
 
 // Close stops reading r; Read returns errClosed after it.

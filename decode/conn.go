@@ -38,6 +38,14 @@ type direction struct {
 	// counts it.
 	buf  []byte
 	held int
+	// scan sums the batches of the request frame buf holds as it comes
+	// (scan.go).
+	scan batchScan
+	// arr is the array buf is cut from, when it is one that outlives its
+	// frame (buffer.go); excess is its room past buf, as Decoder.spareBytes
+	// counts it.
+	arr    []byte
+	excess int
 	// bufTS is the time of the packet that brought buf's first bytes;
 	// frameStart that of the frame being decoded (the SASL spans of
 	// evidence start there: a token may span segments).
@@ -249,13 +257,18 @@ func (c *Conn) Data(fromA bool, data []byte, ts time.Time) bool {
 	if dir.probing {
 		// Frame from the candidate; buf must start empty for frames.
 		dir.probing = false
-		dir.buf = nil // cand is read from the old one
-		c.track(dir)
+		c.forget(dir) // cand is read from the old one
 		dir.marks = dir.marks[:0]
 	}
 	c.frames(dir, cand, pos, ts)
 	return true
 }
+
+// Settled reports whether the connection is known to be Kafka, by a port
+// or by the bytes sniffed: Data returns true from then on. Until then
+// (Options.Sniff, no Kafka port) Data may return false, the bytes not
+// Kafka.
+func (c *Conn) Settled() bool { return c.decided || c.byPort }
 
 // probe judges whether cand starts a frame of dir.
 func (c *Conn) probe(dir *direction, cand []byte) (probe, int) {
@@ -349,11 +362,16 @@ func (c *Conn) frames(dir *direction, b []byte, pos int64, ts time.Time) {
 			}
 			dir.buf = append(dir.buf, b[:n]...)
 			b, pos = b[n:], pos+int64(n)
-			if len(dir.buf) < 4+size {
+			whole := len(dir.buf) == 4+size
+			dir.scan.more(dir.buf, whole)
+			if !whole {
 				return
 			}
 			dir.frameStart = dir.bufTS
+			c.d.scan, c.d.scanBuf = &dir.scan, dir.buf
 			c.frame(dir, dir.buf[4:], start, ts)
+			c.d.scan, c.d.scanBuf = nil, nil
+			dir.scan.quit()
 			dir.buf = dir.buf[:0]
 			c.idle(dir)
 			if !dir.synced {
@@ -395,6 +413,11 @@ func (c *Conn) frames(dir *direction, b []byte, pos int64, ts time.Time) {
 			return
 		}
 		dir.buf, dir.bufTS = append(dir.buf, b...), ts
+		dir.scan.quit()
+		if dir.role == roleRequests && want > oversizedHead {
+			dir.scan.reset(want - 4)
+			dir.scan.advance(dir.buf)
+		}
 	}
 }
 
@@ -421,6 +444,7 @@ func (c *Conn) checkSize(dir *direction, b []byte, pos int64) bool {
 func (c *Conn) unsync(dir *direction) {
 	dir.synced, dir.probing, dir.lost = false, false, true
 	dir.skip = 0
+	dir.scan.quit()
 	c.d.stats.DroppedBytes += int64(len(dir.buf))
 	dir.buf = dir.buf[:0]
 	c.idle(dir)

@@ -251,6 +251,17 @@ type Decoder struct {
 	// held counts the capacity of the partial-frame buffers of all
 	// connections (buffer.go).
 	held int64
+	// scan and scanBuf, while a buffered request frame is decoded, are
+	// its direction's scan and buffer: the batch CRCs already summed.
+	scan    *batchScan
+	scanBuf []byte
+	// scanHits counts the batches whose sums the scans gave (for tests).
+	scanHits int
+	// spares are arrays of large frames done, kept for the next ones;
+	// spareBytes counts them and the arrays' room past the buffers cut
+	// from them (buffer.go).
+	spares     [][]byte
+	spareBytes int64
 	// errCount counts the messages this Decoder formatted (MaxErrors).
 	errCount int
 
@@ -330,11 +341,11 @@ func New(sink Sink, opts Options) *Decoder {
 // nil when it cannot be Kafka: Sniff is off and neither end is on a Kafka
 // port. It satisfies capture.Stream.
 func (d *Decoder) NewStream(a, b netip.AddrPort, ts time.Time) *Conn {
-	aPort := slices.Contains(d.opts.Ports, a.Port())
-	bPort := slices.Contains(d.opts.Ports, b.Port())
-	if !aPort && !bPort && !d.opts.Sniff {
+	if !d.Takes(a, b) {
 		return nil
 	}
+	aPort := slices.Contains(d.opts.Ports, a.Port())
+	bPort := slices.Contains(d.opts.Ports, b.Port())
 	c := &Conn{d: d, a: a, b: b}
 	c.dirs[0].fromA = true
 	switch {
@@ -347,6 +358,21 @@ func (d *Decoder) NewStream(a, b netip.AddrPort, ts time.Time) *Conn {
 		c.byPort = true
 	}
 	return c
+}
+
+// Takes reports whether NewStream makes a Conn for a connection between a
+// and b: one end on a Kafka port, or Options.Sniff; Sure whether that
+// Conn takes every byte it is given from the start (Conn.Settled): one
+// end on a Kafka port. Both read the options only, so they may be called
+// from any goroutine (a caller that makes the Conns on another one decides
+// at once which connections to hand on, and which may refuse their bytes).
+func (d *Decoder) Takes(a, b netip.AddrPort) bool {
+	return d.opts.Sniff || d.Sure(a, b)
+}
+
+// Sure: see Takes.
+func (d *Decoder) Sure(a, b netip.AddrPort) bool {
+	return slices.Contains(d.opts.Ports, a.Port()) || slices.Contains(d.opts.Ports, b.Port())
 }
 
 // Stats returns the counts so far.

@@ -36,7 +36,14 @@
 //
 // The bytes handed to Conn.Data belong to the caller and are read only during
 // the call; decode copies only a frame start whose end comes later, and the
-// strings it keeps. Exchanges handed to the Sink belong to the Sink; the
+// strings it keeps. A frame that spans segments is copied once, into an
+// array reused from frame to frame; while it comes, the CRCs and
+// fingerprints of its record batches are summed over the bytes just copied
+// (scan.go). Decoder.Takes and Decoder.Sure
+// say from the addresses alone which connections NewStream takes and which
+// take every byte from the start (Conn.Settled: only a sniffed connection
+// not yet known to be Kafka may refuse its bytes), for a caller that
+// decodes on another goroutine than the one reassembling. Exchanges handed to the Sink belong to the Sink; the
 // batch bytes decode keeps for Batch.RecordPrints are valid during the Sink's
 // call. A Decoder is not safe for concurrent use.
 //
@@ -56,7 +63,8 @@
 // bounded: Options.MaxPending requests and one frame start per direction per
 // connection, Options.MaxBufferedFrameBytes of frame starts over all
 // connections (beyond it a connection's partial frame is dropped and its
-// direction resyncs, counted), 2^16 topic names and 2^16 topic IDs per run;
+// direction resyncs, counted; the arrays of large frames kept for reuse
+// hold at most half as much again), 2^16 topic names and 2^16 topic IDs per run;
 // records (Options.Records) are cut to MaxRecordBytes, and decompression
 // stops at Options.MaxDecompressedBytes per batch, for every codec, and at
 // Options.MaxDecompressedTotal per Decoder, after which nothing more is
@@ -67,7 +75,10 @@
 //   - decoder.go: Options, Stats, ConnSummary, Decoder; New and NewStream.
 //   - conn.go: Conn, the capture.Stream of one connection: sides, sync,
 //     framing.
-//   - buffer.go: the partial frames of all connections, bounded together.
+//   - buffer.go: the partial frames of all connections, bounded together;
+//     the arrays of large frames, reused.
+//   - scan.go: the batch CRCs and fingerprints of a request that spans
+//     segments, summed as its bytes come.
 //   - oversized.go: frames over MaxHeldFrameBytes, passed over unheld.
 //   - frame.go: request headers and the probes that find a frame start.
 //   - message.go: the API keys decode reads; requests and responses dispatched.

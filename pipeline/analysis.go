@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"runtime"
+
 	"github.com/kdupcap/kdupcap/capture"
 	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
@@ -42,6 +44,9 @@ func NewAnalysis(o Options) *Analysis {
 	if n > 1 {
 		a.sharded = newSharded(st, n)
 	} else {
+		// Workers 0 with one worker chosen and a second core: decode and
+		// detect on a goroutine of their own (single.go's split).
+		st.split = o.Workers == 0 && runtime.GOMAXPROCS(0) > 1
 		a.single = newSingle(st)
 	}
 	return a
@@ -68,7 +73,7 @@ func (a *Analysis) Stats() detect.Stats {
 	if a.sharded != nil {
 		return a.sharded.det.Stats()
 	}
-	return a.single.det.Stats()
+	return a.single.stats()
 }
 
 // Read feeds the inputs into the run, telling onRead (if set) now and then
@@ -79,7 +84,8 @@ func (a *Analysis) Stats() detect.Stats {
 func (a *Analysis) Read(in Inputs, onRead func(Read)) []error {
 	a.in = in
 	errs := a.tls.load()
-	m, oerrs := in.open(a.tls.secrets)
+	// The reading goroutine reads ahead when others decode.
+	m, oerrs := in.openAhead(a.tls.secrets, a.sharded != nil || a.single.split != nil)
 	errs = append(errs, oerrs...)
 	defer m.Close()
 	var rerrs []error

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -70,6 +71,12 @@ func benchInput(b *testing.B) (string, *gencap.Manifest, int64) {
 func BenchmarkAnalyze(b *testing.B) {
 	path, m, size := benchInput(b)
 	opts := Options{Sniff: true, RecordMatch: os.Getenv("KDUPCAP_BENCH_RECORDS") != "0", Workers: 1}
+	if m.Port != 0 { // a capture of real clients: their broker's port, as analyze --port
+		opts.Sniff, opts.Ports = false, []uint16{m.Port}
+	}
+	if w, err := strconv.Atoi(os.Getenv("KDUPCAP_BENCH_WORKERS")); err == nil {
+		opts.Workers = w
+	}
 	b.SetBytes(size)
 	b.ReportAllocs()
 	var packets int64

@@ -16,10 +16,13 @@
 // # Runs
 //
 // An Analysis reads capture files to their end as one timeline merged by
-// time (Inputs), on one goroutine or with its connections sharded over
-// Options.Workers (sharded.go): the same findings in the same order either
-// way, the stages' shared state (connection numbers, topic names, error
-// messages) kept in one decode.Shared in capture order. A Live run reads a
+// time (Inputs), on one goroutine, split in two (the reading goroutine
+// reads, reassembles and decrypts, a second decodes and detects, in the
+// same order: single.go; the default with a second core and one worker),
+// or with its connections sharded over Options.Workers (sharded.go): the
+// same findings in the same order every way, the stages' shared state
+// (connection numbers, topic names, error messages) kept in one
+// decode.Shared in capture order. A Live run reads a
 // live source until it is told to stop, reports each finding as soon as
 // detect decides it, marks those sent while the kernel dropped packets,
 // and writes their packets as evidence. A Correlate run reads the attempts
@@ -39,7 +42,7 @@
 //
 // pipeline adds no state that grows with the input beyond the stages'
 // own bounds: the sharded run holds shardBatches epochs of packets per
-// worker, a Live run the drop times of the last maxDropTimes drops and
+// worker, the split run splitBatches batches of bytes, a Live run the drop times of the last maxDropTimes drops and
 // lists maxLiveConnections connections. Input errors are returned, each
 // naming its file and position, and what was read before them is kept.
 //
@@ -47,7 +50,9 @@
 //
 //   - options.go: Options, their checks, AutoWorkers, the stages' options.
 //   - input.go: Inputs, opening and merging files, the packet loop.
-//   - single.go: the run on one goroutine; connections kept out (Ignore).
+//   - single.go: the run of one Assembler and one Decoder, on one
+//     goroutine or split (decode and detect on a second one, the default
+//     with two cores); connections kept out (Ignore).
 //   - sharded.go: the run over workers and its merger.
 //   - analysis.go: Analysis, the run of `kdupcap analyze`.
 //   - live.go: Live, the run of `kdupcap live`, its drop marks and evidence files.

@@ -74,6 +74,13 @@ const progressEvery = 255
 // logs of pcapng secrets blocks; it returns the errors of the files that
 // could not be opened, each naming its file.
 func (in Inputs) open(onSecrets func(source string, keylog []byte)) (*capture.Merged, []error) {
+	return in.openAhead(onSecrets, false)
+}
+
+// openAhead is open, reading pcaps that are not compressed ahead too when
+// plain (capture.MergeOptions.ReadAheadPlain): for a run that decodes on
+// other goroutines than the reading one.
+func (in Inputs) openAhead(onSecrets func(source string, keylog []byte), plain bool) (*capture.Merged, []error) {
 	var (
 		errs  []error
 		srcs  []*capture.Source
@@ -102,7 +109,7 @@ func (in Inputs) open(onSecrets func(source string, keylog []byte)) (*capture.Me
 			sskew = append(sskew, in.Skew[i])
 		}
 	}
-	return capture.Merge(srcs, capture.MergeOptions{ClockSkew: sskew, OnSecrets: onSecrets}), errs
+	return capture.Merge(srcs, capture.MergeOptions{ClockSkew: sskew, OnSecrets: onSecrets, ReadAheadPlain: plain}), errs
 }
 
 // eachPacket hands fn every packet of m in merged order, telling onRead

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
@@ -12,11 +13,15 @@ import (
 	"github.com/kdupcap/kdupcap/detect"
 )
 
-// single is the run on one goroutine: capture -> decode -> detect.
+// single is the run of one Assembler and one Decoder: capture -> decode ->
+// detect, on one goroutine, or with decode and detect on a second one
+// (split).
 type single struct {
 	asm *capture.Assembler
 	dec *decode.Decoder
 	det *detect.Detector
+	// split, when set, runs dec and det on a goroutine of their own.
+	split *split
 	// links are the link types of the packets read (for --write-dups).
 	links []layers.LinkType
 }
@@ -37,6 +42,9 @@ type stages struct {
 	// attempts, if set, sees every exchange and connection end before
 	// detect (attempts.go).
 	attempts AttemptSink
+	// split runs decode and detect on a second goroutine (split), when no
+	// connection is ignored.
+	split bool
 }
 
 // streamsOf hands dec a stream per connection; a nil *decode.Conn (not
@@ -56,6 +64,10 @@ func newSingle(st stages) *single {
 	p.det = detect.New(st.det)
 	p.dec = decode.New(sinkOf(st, p.det), st.dec)
 	newStream := streamsOf(p.dec)
+	if st.split && st.ignore == nil {
+		p.split = newSplit(p.dec, p.det)
+		newStream = p.split.streams
+	}
 	if st.wrap != nil {
 		newStream = st.wrap(newStream)
 	}
@@ -74,6 +86,9 @@ func newSingle(st stages) *single {
 
 // add hands one packet to the run.
 func (p *single) add(pkt capture.Packet) {
+	if p.split != nil {
+		p.split.pkt = pkt
+	}
 	p.asm.Add(pkt)
 	if !slices.Contains(p.links, pkt.LinkType) {
 		p.links = append(p.links, pkt.LinkType)
@@ -82,10 +97,340 @@ func (p *single) add(pkt capture.Packet) {
 
 // finish closes every connection and returns all findings, sorted.
 func (p *single) finish() []detect.Finding {
+	if p.split != nil {
+		p.split.endOfInput()
+		p.asm.Close()
+		p.split.finish()
+		return p.det.Flush()
+	}
 	p.dec.EndOfInput()
 	p.asm.Close()
 	return p.det.Flush()
 }
+
+// stats are the Detector's counts: with a split, as of the last batch the
+// decoding goroutine finished once asked (for a progress bar).
+func (p *single) stats() detect.Stats {
+	if p.split != nil && !p.split.inline {
+		return p.split.stats()
+	}
+	return p.det.Stats()
+}
+
+// The split run. The reading goroutine reads, reassembles (and decrypts)
+// and hands each connection's bytes, gaps and ends, in order, in batches,
+// to a second goroutine that decodes and detects: a Conn's methods are
+// called there in the order capture called them here, with the same bytes
+// and times, so the findings and every count are those of the run on one
+// goroutine. Bytes that are a segment's payload as read ahead (the tail of
+// the packet being added, in a chunk read ahead: capture.Packet.Hold) are
+// handed on in place, the batch holding their chunk until it is done; the
+// others (reassembled from several segments, decrypted) are copied into
+// the batch. A few batches are in flight (splitBatches), each ending at
+// splitBytes of bytes or splitEvents events, or where the packets' chunk
+// changes: the reader is at most that far ahead, the bytes still in the
+// cache when decoded, and the memory bounded.
+//
+// Capture must know at once when a Conn refuses its connection's bytes
+// (Data returns false: sniffed, and not Kafka). A Conn on a Kafka port
+// never does, nor one sniffed and found to be Kafka (Conn.Settled); for
+// the others the reader drains the batches in flight (the decoding
+// goroutine is then idle and the Decoder the reader's) and calls Data
+// itself. A capture of much other traffic would drain at every segment:
+// after maxDrains drains the reader keeps the Decoder and the run goes on
+// on one goroutine (inline).
+const (
+	splitBatches = 4
+	splitBytes   = 256 << 10
+	splitEvents  = 2048
+	maxDrains    = 1024
+)
+
+// splitKind is what a splitEvent asks of a Conn.
+type splitKind uint8
+
+const (
+	splitOpen splitKind = iota
+	splitData
+	splitGap
+	splitEnd
+	splitEvict
+	splitClose
+	splitEndOfInput // Decoder.EndOfInput
+)
+
+// splitEvent is one call to make on the decoding goroutine: data is ref,
+// in place in a held chunk, or batch.data[off:off+n]; n is a gap's size.
+type splitEvent struct {
+	conn       *splitConn
+	ts         time.Time
+	ref        []byte
+	off, n     int
+	kind       splitKind
+	fromA, rst bool
+}
+
+// splitBatch is a batch of events, the bytes copied for them, and the
+// chunk its other bytes lie in, held (held) until the batch is done;
+// bytes counts both.
+type splitBatch struct {
+	events []splitEvent
+	data   []byte
+	hold   capture.Hold
+	held   bool
+	bytes  int
+}
+
+// split hands a single run's decoding to a goroutine of its own.
+type split struct {
+	dec  *decode.Decoder
+	det  *detect.Detector
+	cur  *splitBatch
+	free chan *splitBatch
+	full chan *splitBatch
+	done chan struct{}
+	// inline: the goroutine is done or idle for good, and dec and det are
+	// the reader's; drains counts the drains before, up to maxDrains.
+	inline    bool
+	drains    int
+	maxDrains int
+	// want asks the goroutine for the Detector's counts; last is what it
+	// gave.
+	want atomic.Bool
+	last atomic.Pointer[detect.Stats]
+	// pkt is the packet being added.
+	pkt capture.Packet
+}
+
+func newSplit(dec *decode.Decoder, det *detect.Detector) *split {
+	sp := &split{dec: dec, det: det, maxDrains: maxDrains,
+		free: make(chan *splitBatch, splitBatches), full: make(chan *splitBatch, splitBatches), done: make(chan struct{})}
+	for range splitBatches {
+		sp.free <- &splitBatch{} // grown as filled, then reused
+	}
+	sp.cur = <-sp.free
+	go sp.run()
+	return sp
+}
+
+// streams is the run's NewStreamFunc: a splitConn for every connection
+// the Decoder takes.
+func (sp *split) streams(a, b netip.AddrPort, ts time.Time) capture.Stream {
+	if !sp.dec.Takes(a, b) {
+		return nil
+	}
+	c := &splitConn{sp: sp, a: a, b: b, settled: sp.dec.Sure(a, b)}
+	if sp.inline {
+		c.s = sp.dec.NewStream(a, b, ts)
+		return c
+	}
+	sp.add(splitEvent{conn: c, kind: splitOpen, ts: ts})
+	return c
+}
+
+// add files e in the current batch, handing the batch on when full.
+func (sp *split) add(e splitEvent) {
+	b := sp.cur
+	b.events = append(b.events, e)
+	if len(b.events) >= splitEvents || b.bytes >= splitBytes {
+		sp.send()
+	}
+}
+
+// send hands the current batch on and takes an empty one.
+func (sp *split) send() {
+	sp.full <- sp.cur
+	sp.cur = <-sp.free
+}
+
+// inPlace reports whether data, handed to a Conn, can be handed on in
+// place: it is the tail of the packet being added (its TCP payload), held
+// by the current batch, which takes a hold on the packet's chunk first
+// (after handing on a batch that holds another).
+func (sp *split) inPlace(data []byte) bool {
+	p := &sp.pkt
+	n := len(data)
+	if n == 0 || n > len(p.Data) || &data[0] != &p.Data[len(p.Data)-n] {
+		return false
+	}
+	if b := sp.cur; b.held && b.hold.Holds(*p) {
+		return true
+	}
+	if sp.cur.held {
+		sp.send()
+	}
+	h, ok := p.Hold()
+	if !ok {
+		return false
+	}
+	sp.cur.hold, sp.cur.held = h, true
+	return true
+}
+
+// drain waits until the goroutine has done every event handed on: it is
+// then idle, waiting for a batch, and the Decoder is the reader's until
+// the next batch goes.
+func (sp *split) drain() {
+	if len(sp.cur.events) > 0 {
+		sp.full <- sp.cur
+	} else {
+		sp.free <- sp.cur
+	}
+	var all [splitBatches]*splitBatch
+	for i := range all {
+		all[i] = <-sp.free
+	}
+	for _, b := range all[1:] {
+		sp.free <- b
+	}
+	sp.cur = all[0]
+	sp.drains++
+	if sp.drains >= sp.maxDrains {
+		sp.stop()
+	}
+}
+
+// stop ends the goroutine, idle after a drain, and keeps the Decoder on
+// the reader's goroutine.
+func (sp *split) stop() {
+	close(sp.full)
+	<-sp.done
+	sp.inline = true
+}
+
+func (sp *split) endOfInput() {
+	if sp.inline {
+		sp.dec.EndOfInput()
+		return
+	}
+	sp.add(splitEvent{kind: splitEndOfInput})
+}
+
+// finish hands on what is left and waits for the goroutine to be done.
+func (sp *split) finish() {
+	if sp.inline {
+		return
+	}
+	sp.drain()
+	if !sp.inline {
+		sp.stop()
+	}
+}
+
+// stats asks the goroutine for the Detector's counts and returns the last
+// it gave (zero counts at first).
+func (sp *split) stats() detect.Stats {
+	sp.want.Store(true)
+	if s := sp.last.Load(); s != nil {
+		return *s
+	}
+	return detect.Stats{}
+}
+
+// run is the decoding goroutine.
+func (sp *split) run() {
+	defer close(sp.done)
+	for b := range sp.full {
+		for i := range b.events {
+			e := &b.events[i]
+			if e.kind == splitEndOfInput {
+				sp.dec.EndOfInput()
+				continue
+			}
+			if e.kind == splitOpen {
+				c := e.conn
+				c.s = sp.dec.NewStream(c.a, c.b, e.ts)
+				continue
+			}
+			e.conn.do(e, b.data)
+		}
+		clear(b.events) // the connections they name may end, the bytes be read again
+		b.events, b.data, b.bytes = b.events[:0], b.data[:0], 0
+		if b.held {
+			b.hold.Release()
+			b.hold, b.held = capture.Hold{}, false
+		}
+		if sp.want.Swap(false) {
+			st := sp.det.Stats()
+			sp.last.Store(&st)
+		}
+		sp.free <- b
+	}
+}
+
+// splitConn stands for a connection's decode.Conn on the reading
+// goroutine; s is used where the Decoder is. settled: the Conn is known
+// to take every byte (decode.Conn.Settled), as of the reader's last look.
+type splitConn struct {
+	sp      *split
+	a, b    netip.AddrPort
+	s       *decode.Conn
+	settled bool
+}
+
+// do makes the call e asks for.
+func (c *splitConn) do(e *splitEvent, data []byte) {
+	switch e.kind {
+	case splitData:
+		if e.ref != nil {
+			c.s.Data(e.fromA, e.ref, e.ts)
+			return
+		}
+		c.s.Data(e.fromA, data[e.off:e.off+e.n], e.ts)
+	case splitGap:
+		c.s.Gap(e.fromA, e.n, e.ts)
+	case splitEnd:
+		c.s.End(e.fromA, e.rst, e.ts)
+	case splitEvict:
+		c.s.Evict(e.ts)
+	case splitClose:
+		c.s.Close(e.ts)
+	}
+}
+
+// call hands e on, or makes it at once when the Decoder is the reader's.
+func (c *splitConn) call(e splitEvent) {
+	if c.sp.inline {
+		c.do(&e, nil)
+		return
+	}
+	c.sp.add(e)
+}
+
+func (c *splitConn) Data(fromA bool, data []byte, ts time.Time) bool {
+	sp := c.sp
+	if !c.settled || sp.inline {
+		if !sp.inline {
+			sp.drain() // the Decoder is the reader's until the next batch goes
+		}
+		ok := c.s.Data(fromA, data, ts)
+		c.settled = c.s.Settled()
+		return ok
+	}
+	if sp.inPlace(data) {
+		sp.cur.bytes += len(data)
+		sp.add(splitEvent{conn: c, kind: splitData, fromA: fromA, ref: data, ts: ts})
+		return true
+	}
+	b := sp.cur
+	off := len(b.data)
+	b.data = append(b.data, data...)
+	b.bytes += len(data)
+	sp.add(splitEvent{conn: c, kind: splitData, fromA: fromA, off: off, n: len(data), ts: ts})
+	return true
+}
+
+func (c *splitConn) Gap(fromA bool, n int, ts time.Time) {
+	c.call(splitEvent{conn: c, kind: splitGap, fromA: fromA, n: n, ts: ts})
+}
+
+func (c *splitConn) End(fromA bool, rst bool, ts time.Time) {
+	c.call(splitEvent{conn: c, kind: splitEnd, fromA: fromA, rst: rst, ts: ts})
+}
+
+func (c *splitConn) Evict(ts time.Time) { c.call(splitEvent{conn: c, kind: splitEvict, ts: ts}) }
+
+func (c *splitConn) Close(ts time.Time) { c.call(splitEvent{conn: c, kind: splitClose, ts: ts}) }
 
 // ownCheck asks ignore again when a connection's first bytes come, and only
 // then hands it to the decoder. The emitter learns the ends of a connection

@@ -25,8 +25,15 @@ import (
 const (
 	ToolReadLoop         = "read loop"
 	ToolReadLoopZeroCopy = "read loop, zero-copy"
-	ToolAnalyze          = "analyze"
-	ToolTshark           = "tshark"
+	// ToolAnalyzeOne is analyze --workers 1, everything on one goroutine;
+	// ToolAnalyze is analyze at its default settings.
+	ToolAnalyzeOne = "analyze --workers 1"
+	ToolAnalyze    = "analyze"
+	ToolTshark     = "tshark"
+	// ToolZstd and ToolGzip decompress a compressed capture to /dev/null,
+	// what analyze of that file is compared with.
+	ToolZstd = "zstd -dc"
+	ToolGzip = "gzip -dc"
 )
 
 // Config says what to run.
@@ -34,7 +41,12 @@ type Config struct {
 	ReadLoop string // readloop binary
 	Kdupcap  string // kdupcap binary
 	Tshark   string // tshark binary; empty: skip it
-	Port     uint16 // broker port of the generated captures
+	Port     uint16 // broker port of the generated captures (a manifest's Port wins)
+	// Zstd and Gzip are the decompressors a compressed capture's analyze
+	// is compared with; empty: that codec's files fail.
+	Zstd, Gzip string
+	// OneWorker runs analyze --workers 1 too, beside the default.
+	OneWorker bool
 	// AnalyzeArgs are more flags for analyze (such as --window 1m).
 	AnalyzeArgs []string
 	Runs        int // runs of read loop and analyze; the median wall time counts
@@ -65,6 +77,11 @@ type Measure struct {
 	// the plaintext one of the same segments in Ratios.
 	TLS bool
 	MTU int
+	// Real says the file is a capture of real clients (its manifest's
+	// Source): the issue's targets are checked on it (Ratios).
+	Real bool
+	// Codec is "zst" or "gz" for a compressed capture, else "".
+	Codec string
 }
 
 // MBps is the file's size in MB (10^6 bytes) over the wall time.
@@ -88,12 +105,21 @@ type run struct {
 // keepStdout, else only its lines are counted (the count is returned);
 // its stderr is kept for the error.
 func runProcess(name string, args []string, keepStdout bool) (run, int64, error) {
+	return runTo(name, args, keepStdout, nil)
+}
+
+// runTo is runProcess writing stdout to devNull when not nil, as a shell's
+// `>/dev/null` does: no pipe to read.
+func runTo(name string, args []string, keepStdout bool, devNull *os.File) (run, int64, error) {
 	cmd := exec.Command(name, args...)
 	var out bytes.Buffer
 	lines := &lineCounter{}
-	if keepStdout {
+	switch {
+	case devNull != nil:
+		cmd.Stdout = devNull
+	case keepStdout:
 		cmd.Stdout = &out
-	} else {
+	default:
 		cmd.Stdout = lines
 	}
 	var stderr bytes.Buffer
@@ -128,14 +154,45 @@ func firstLines(b []byte, n int) string {
 	return string(bytes.Join(lines, []byte{'\n'}))
 }
 
+// Codecs of compressed captures, by file name suffix: a compressed capture
+// FILE.zst or FILE.gz is measured against its decompressor, FILE's manifest
+// its ground truth.
+var codecSuffixes = map[string]string{".zst": "zst", ".gz": "gz"}
+
+// codecOf returns the codec of a compressed capture's path and the path of
+// the capture it compresses, or "" and path.
+func codecOf(path string) (codec, plain string) {
+	for suf, c := range codecSuffixes {
+		if strings.HasSuffix(path, suf) {
+			return c, strings.TrimSuffix(path, suf)
+		}
+	}
+	return "", path
+}
+
+// tool is one program File measures on a file, a run each round.
+type tool struct {
+	name string
+	bin  string
+	args []string
+	// devNull sends stdout to /dev/null; else check, if set, reads it.
+	devNull bool
+	check   func(stdout []byte) error
+	runs    []run
+}
+
 // File measures every tool on path, whose manifest lies beside it, and
 // checks analyze's findings against the manifest: an error if they differ.
+// A capture (pcap or pcapng) gets the read loops, analyze --workers 1
+// (Config.OneWorker), analyze and tshark; a compressed one (FILE.zst,
+// FILE.gz; FILE's manifest) its decompressor to /dev/null and analyze.
 func File(cfg Config, path string) ([]Measure, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
-	mf, err := os.Open(gencap.ManifestPath(path))
+	codec, plain := codecOf(path)
+	mf, err := os.Open(gencap.ManifestPath(plain))
 	if err != nil {
 		return nil, fmt.Errorf("manifest of %s: %w", path, err)
 	}
@@ -145,8 +202,13 @@ func File(cfg Config, path string) ([]Measure, error) {
 		return nil, err
 	}
 	runs := max(cfg.Runs, 1)
-	base := Measure{File: filepath.Base(path), Size: st.Size(), Runs: runs, TLS: m.Config.TLS, MTU: m.Config.MTU}
-	tlsAnalyze, tlsTshark, err := tlsArgs(path, m, cfg.Port)
+	port := cfg.Port
+	if m.Port != 0 {
+		port = m.Port
+	}
+	base := Measure{File: filepath.Base(path), Size: st.Size(), Runs: runs, TLS: m.Config.TLS, MTU: m.Config.MTU,
+		Real: m.Source != "", Codec: codec, Packets: m.Totals.Packets}
+	tlsAnalyze, tlsTshark, err := tlsArgs(plain, m, port)
 	if err != nil {
 		return nil, err
 	}
@@ -156,89 +218,121 @@ func File(cfg Config, path string) ([]Measure, error) {
 			fmt.Fprintf(cfg.Log, format+"\n", args...)
 		}
 	}
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer devNull.Close()
 
-	// One untimed read loop brings the file into the page cache, so that
-	// every timed run reads it from memory.
-	if _, _, err := runProcess(cfg.ReadLoop, []string{path}, true); err != nil {
+	loopCheck := func(stdout []byte) error {
+		var res struct{ Packets int64 }
+		if err := json.Unmarshal(stdout, &res); err != nil {
+			return fmt.Errorf("read loop output %q: %w", stdout, err)
+		}
+		if res.Packets != m.Totals.Packets {
+			return fmt.Errorf("%s: read loop saw %d packets, the manifest says %d", path, res.Packets, m.Totals.Packets)
+		}
+		return nil
+	}
+	analyzeCheck := func(stdout []byte) error {
+		if err := CheckFindings(stdout, m); err != nil {
+			return fmt.Errorf("%s: analyze differs from the manifest: %w", path, err)
+		}
+		return nil
+	}
+	analyze := append([]string{"analyze", "--quiet", "--format", "json", "--port", fmt.Sprint(port)}, analyzeArgs...)
+	var tools []*tool
+	switch codec {
+	case "":
+		tools = []*tool{
+			{name: ToolReadLoop, bin: cfg.ReadLoop, args: []string{path}, check: loopCheck},
+			{name: ToolReadLoopZeroCopy, bin: cfg.ReadLoop, args: []string{"-zerocopy", path}, check: loopCheck},
+		}
+		if cfg.OneWorker {
+			tools = append(tools, &tool{name: ToolAnalyzeOne, bin: cfg.Kdupcap, args: append(slices.Clone(analyze), "--workers", "1", path), check: analyzeCheck})
+		}
+	case "zst", "gz":
+		name, bin := ToolZstd, cfg.Zstd
+		if codec == "gz" {
+			name, bin = ToolGzip, cfg.Gzip
+		}
+		if bin == "" {
+			return nil, fmt.Errorf("%s: no %s to compare with", path, strings.Fields(name)[0])
+		}
+		tools = []*tool{{name: name, bin: bin, args: []string{"-dc", path}, devNull: true}}
+	}
+	tools = append(tools, &tool{name: ToolAnalyze, bin: cfg.Kdupcap, args: append(slices.Clone(analyze), path), check: analyzeCheck})
+
+	// One untimed run of the first tool brings the file into the page
+	// cache, so that every timed run reads it from memory. Nothing large
+	// is kept: a child's peak RSS (ru_maxrss) counts this process's at the
+	// time it started (fork and exec share the parent's memory first).
+	if _, _, err := runTo(tools[0].bin, tools[0].args, true, devNull); err != nil {
 		return nil, err
 	}
 	// The tools run in rounds, each round one run of every tool, so that a
 	// slow moment of a shared machine slows all of them alike rather than
 	// the one that happened to run then.
-	logf("%s: read loop, zero-copy read loop and kdupcap analyze, %d rounds", base.File, runs)
-	loops := []string{ToolReadLoop, ToolReadLoopZeroCopy}
-	loopRuns := make([][]run, len(loops))
-	var rs []run
-	var packets int64
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.name
+	}
+	logf("%s: %s, %d rounds", base.File, strings.Join(names, ", "), runs)
 	for range runs {
-		for i, tool := range loops {
-			args := []string{path}
-			if tool == ToolReadLoopZeroCopy {
-				args = []string{"-zerocopy", path}
+		for _, t := range tools {
+			var dn *os.File
+			if t.devNull {
+				dn = devNull
 			}
-			r, _, err := runProcess(cfg.ReadLoop, args, true)
+			r, _, err := runTo(t.bin, t.args, true, dn)
 			if err != nil {
 				return nil, err
 			}
-			var res struct{ Packets int64 }
-			if err := json.Unmarshal(r.stdout, &res); err != nil {
-				return nil, fmt.Errorf("read loop output %q: %w", r.stdout, err)
+			if t.check != nil {
+				if err := t.check(r.stdout); err != nil {
+					return nil, err
+				}
 			}
-			if res.Packets != m.Totals.Packets {
-				return nil, fmt.Errorf("%s: read loop saw %d packets, the manifest says %d", path, res.Packets, m.Totals.Packets)
-			}
-			packets = res.Packets
-			loopRuns[i] = append(loopRuns[i], r)
+			t.runs = append(t.runs, r)
 		}
-		args := append([]string{"analyze", "--quiet", "--format", "json", "--port", fmt.Sprint(cfg.Port)}, analyzeArgs...)
-		r, _, err := runProcess(cfg.Kdupcap, append(args, path), true)
-		if err != nil {
-			return nil, err
-		}
-		if err := CheckFindings(r.stdout, m); err != nil {
-			return nil, fmt.Errorf("%s: analyze differs from the manifest: %w", path, err)
-		}
-		rs = append(rs, r)
 	}
 	var out []Measure
-	for i, tool := range loops {
-		rl := base
-		rl.Tool, rl.Packets = tool, packets
-		rl.Wall, rl.CPU, rl.PeakRSS = summarize(loopRuns[i])
-		out = append(out, rl)
-	}
-	an := base
-	an.Tool, an.Packets = ToolAnalyze, packets
-	an.Wall, an.CPU, an.PeakRSS = summarize(rs)
-	if cfg.MaxRSS > 0 && an.PeakRSS > cfg.MaxRSS {
-		return nil, fmt.Errorf("%s: analyze peak RSS %s over the %s limit", path, humanBytes(an.PeakRSS), humanBytes(cfg.MaxRSS))
-	}
-	an.Note = fmt.Sprintf("%d findings = manifest", len(m.Resends))
-	if m.Config.TLS {
-		an.Note += ", decrypted"
-	}
-	if len(analyzeArgs) > 0 {
-		shown := slices.Clone(analyzeArgs)
-		for i := range shown {
-			if i > 0 && shown[i-1] == "--tls-keylog" {
-				shown[i] = filepath.Base(shown[i])
+	for _, t := range tools {
+		ms := base
+		ms.Tool = t.name
+		ms.Wall, ms.CPU, ms.PeakRSS = summarize(t.runs)
+		if t.name == ToolAnalyze || t.name == ToolAnalyzeOne {
+			if cfg.MaxRSS > 0 && ms.PeakRSS > cfg.MaxRSS {
+				return nil, fmt.Errorf("%s: %s peak RSS %s over the %s limit", path, t.name, humanBytes(ms.PeakRSS), humanBytes(cfg.MaxRSS))
+			}
+			ms.Note = fmt.Sprintf("%d findings = manifest", len(m.Resends))
+			if m.Config.TLS {
+				ms.Note += ", decrypted"
+			}
+			if len(analyzeArgs) > 0 {
+				shown := slices.Clone(analyzeArgs)
+				for i := range shown {
+					if i > 0 && shown[i-1] == "--tls-keylog" {
+						shown[i] = filepath.Base(shown[i])
+					}
+				}
+				ms.Note += fmt.Sprintf(" (%s)", strings.Join(shown, " "))
 			}
 		}
-		an.Note += fmt.Sprintf(" (%s)", strings.Join(shown, " "))
+		out = append(out, ms)
 	}
-	out = append(out, an)
 
-	if cfg.Tshark == "" {
+	if cfg.Tshark == "" || codec != "" {
 		return out, nil
 	}
 	ts := base
-	ts.Tool, ts.Packets, ts.Runs = ToolTshark, packets, 1
+	ts.Tool, ts.Runs = ToolTshark, 1
 	if cfg.TsharkMaxBytes > 0 && st.Size() > cfg.TsharkMaxBytes {
 		logf("%s: tshark skipped (file over %d bytes)", base.File, cfg.TsharkMaxBytes)
 		return out, nil
 	}
 	logf("%s: tshark x1", base.File)
-	decodeAs := []string{"-d", fmt.Sprintf("tcp.port==%d,kafka", cfg.Port)}
+	decodeAs := []string{"-d", fmt.Sprintf("tcp.port==%d,kafka", port)}
 	if m.Config.TLS {
 		decodeAs = tlsTshark
 	}
@@ -350,10 +444,13 @@ func WriteTable(w io.Writer, ms []Measure) error {
 }
 
 // Ratios returns one line per file: analyze as a share of the read loops'
-// throughput, and as a multiple of tshark's when tshark ran; by wall time
-// and by CPU time. Then one line per TLS file with a plaintext file of the
-// same MTU among ms: decrypted analyze as a share of plaintext analyze
-// (the target is TLSTarget).
+// throughput, as a multiple of analyze --workers 1's and of tshark's, when
+// they ran; by wall time and by CPU time. On a capture of real clients
+// (Measure.Real) the line ends with the issue's targets (Targets), each
+// met or not. A compressed capture's line is analyze as a share of its
+// decompressor alone, against CompressedTarget. Then one line per TLS file
+// with a plaintext file of the same MTU among ms: decrypted analyze as a
+// share of plaintext analyze (the target is TLSTarget).
 func Ratios(ms []Measure) []string {
 	var files []string
 	by := map[string]map[string]Measure{}
@@ -371,15 +468,44 @@ func Ratios(ms []Measure) []string {
 		if !ok {
 			continue
 		}
-		line := f + ":"
-		if rl, ok := t[ToolReadLoop]; ok {
-			line += fmt.Sprintf(" analyze/read loop = %.0f%% (CPU time: %.0f%%)", 100*an.MBps()/rl.MBps(), 100*an.CPUMBps()/rl.CPUMBps())
+		var parts, targets []string
+		share := func(name string, target float64) {
+			o, ok := t[name]
+			if !ok {
+				return
+			}
+			r := an.MBps() / o.MBps()
+			parts = append(parts, fmt.Sprintf("analyze/%s = %.0f%% (CPU time: %.0f%%)", name, 100*r, 100*an.CPUMBps()/o.CPUMBps()))
+			if target > 0 {
+				targets = append(targets, verdict(fmt.Sprintf("analyze/%s", name), r, target))
+			}
 		}
-		if rl, ok := t[ToolReadLoopZeroCopy]; ok {
-			line += fmt.Sprintf(", analyze/zero-copy read loop = %.0f%% (CPU time: %.0f%%)", 100*an.MBps()/rl.MBps(), 100*an.CPUMBps()/rl.CPUMBps())
+		times := func(name string, target float64) {
+			o, ok := t[name]
+			if !ok {
+				return
+			}
+			r := an.MBps() / o.MBps()
+			parts = append(parts, fmt.Sprintf("analyze/%s = %.2fx (CPU time: %.2fx)", name, r, an.CPUMBps()/o.CPUMBps()))
+			if target > 0 {
+				targets = append(targets, verdict(fmt.Sprintf("analyze/%s", name), r, target))
+			}
 		}
+		tg := Targets{}
+		if an.Real {
+			tg = TargetsFor(an.MTU)
+		}
+		share(ToolReadLoop, tg.ReadLoop)
+		share(ToolReadLoopZeroCopy, tg.ZeroCopy)
+		times(ToolAnalyzeOne, tg.OneWorker)
+		share(ToolZstd, CompressedTarget)
+		share(ToolGzip, CompressedTarget)
 		if ts, ok := t[ToolTshark]; ok {
-			line += fmt.Sprintf(", analyze/tshark = %.1fx (CPU time: %.1fx)", an.MBps()/ts.MBps(), an.CPUMBps()/ts.CPUMBps())
+			parts = append(parts, fmt.Sprintf("analyze/tshark = %.1fx (CPU time: %.1fx)", an.MBps()/ts.MBps(), an.CPUMBps()/ts.CPUMBps()))
+		}
+		line := f + ": " + strings.Join(parts, ", ")
+		if len(targets) > 0 {
+			line += "; targets: " + strings.Join(targets, ", ")
 		}
 		out = append(out, line)
 	}
@@ -390,7 +516,7 @@ func Ratios(ms []Measure) []string {
 		}
 		for _, g := range files {
 			pl, ok := by[g][ToolAnalyze]
-			if !ok || pl.TLS || pl.MTU != an.MTU {
+			if !ok || pl.TLS || pl.MTU != an.MTU || pl.Codec != "" || pl.Real {
 				continue
 			}
 			share, cpuShare := an.MBps()/pl.MBps(), an.CPUMBps()/pl.CPUMBps()
@@ -405,6 +531,35 @@ func Ratios(ms []Measure) []string {
 	}
 	return out
 }
+
+// verdict says whether ratio r of what meets target.
+func verdict(what string, r, target float64) string {
+	v := "met"
+	if r < target {
+		v = "BELOW"
+	}
+	return fmt.Sprintf("%s >= %.2fx %s", what, target, v)
+}
+
+// Targets are issue 17's, as ratios of analyze's throughput (0: none):
+// to the read loop, to the zero-copy read loop, and to analyze --workers 1.
+type Targets struct{ ReadLoop, ZeroCopy, OneWorker float64 }
+
+// TargetsFor returns the targets on a capture of real clients of the given
+// MTU: on loopback (65535) at least the read loop and 0.3x the zero-copy
+// one, on its 1500-MTU re-cut 0.8x the read loop and 1.6x one worker (the
+// second core used); never slower than one worker.
+func TargetsFor(mtu int) Targets {
+	if mtu == 1500 {
+		return Targets{ReadLoop: 0.8, OneWorker: 1.6}
+	}
+	return Targets{ReadLoop: 1.0, ZeroCopy: 0.3, OneWorker: 1.0}
+}
+
+// CompressedTarget is the share of its decompressor's throughput alone
+// (zstd -dc, gzip -dc to /dev/null) analyze of a compressed capture should
+// reach.
+const CompressedTarget = 0.8
 
 // TLSTarget is the share of plaintext analyze throughput decrypted analyze
 // should reach (issue 12).

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,5 +176,50 @@ func TestFile(t *testing.T) {
 	writeManifest(m)
 	if _, err := File(cfg, path); err == nil || !strings.Contains(err.Error(), "differs from the manifest") {
 		t.Errorf("a wrong manifest: error %v", err)
+	}
+}
+
+// TestRatiosTargets: on a capture of real clients the line ends with the
+// issue's targets for its MTU, met or not; a compressed capture's line is
+// analyze against its decompressor.
+func TestRatiosTargets(t *testing.T) {
+	ms := []Measure{
+		{File: "lo.pcap", Size: 1e9, Tool: ToolReadLoop, Wall: time.Second, CPU: time.Second, MTU: 65535, Real: true},
+		{File: "lo.pcap", Size: 1e9, Tool: ToolReadLoopZeroCopy, Wall: time.Second / 4, CPU: time.Second / 4, MTU: 65535, Real: true},
+		{File: "lo.pcap", Size: 1e9, Tool: ToolAnalyzeOne, Wall: time.Second, CPU: time.Second, MTU: 65535, Real: true},
+		{File: "lo.pcap", Size: 1e9, Tool: ToolAnalyze, Wall: time.Second / 2, CPU: time.Second, MTU: 65535, Real: true},
+		{File: "eth.pcap", Size: 1e9, Tool: ToolReadLoop, Wall: time.Second, CPU: time.Second, MTU: 1500, Real: true},
+		{File: "eth.pcap", Size: 1e9, Tool: ToolAnalyzeOne, Wall: 2 * time.Second, CPU: 2 * time.Second, MTU: 1500, Real: true},
+		{File: "eth.pcap", Size: 1e9, Tool: ToolAnalyze, Wall: 1500 * time.Millisecond, CPU: 2 * time.Second, MTU: 1500, Real: true},
+		{File: "lo.pcap.zst", Size: 1e8, Tool: ToolZstd, Wall: time.Second, CPU: time.Second, Codec: "zst", Real: true},
+		{File: "lo.pcap.zst", Size: 1e8, Tool: ToolAnalyze, Wall: 1100 * time.Millisecond, CPU: 2 * time.Second, Codec: "zst", Real: true},
+		{File: "gen.pcap", Size: 1e9, Tool: ToolReadLoop, Wall: time.Second, CPU: time.Second, MTU: 65535},
+		{File: "gen.pcap", Size: 1e9, Tool: ToolAnalyze, Wall: 2 * time.Second, CPU: 2 * time.Second, MTU: 65535},
+	}
+	got := Ratios(ms)
+	want := []string{
+		"lo.pcap: analyze/read loop = 200% (CPU time: 100%), analyze/read loop, zero-copy = 50% (CPU time: 25%), analyze/analyze --workers 1 = 2.00x (CPU time: 1.00x); " +
+			"targets: analyze/read loop >= 1.00x met, analyze/read loop, zero-copy >= 0.30x met, analyze/analyze --workers 1 >= 1.00x met",
+		"eth.pcap: analyze/read loop = 67% (CPU time: 50%), analyze/analyze --workers 1 = 1.33x (CPU time: 1.00x); " +
+			"targets: analyze/read loop >= 0.80x BELOW, analyze/analyze --workers 1 >= 1.60x BELOW",
+		"lo.pcap.zst: analyze/zstd -dc = 91% (CPU time: 50%); targets: analyze/zstd -dc >= 0.80x met",
+		"gen.pcap: analyze/read loop = 50% (CPU time: 50%)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ratios:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestCodecOf: a compressed capture is known by its suffix, its manifest
+// by the capture it compresses.
+func TestCodecOf(t *testing.T) {
+	for _, tc := range []struct{ path, codec, plain string }{
+		{"d/real-lo.pcap.zst", "zst", "d/real-lo.pcap"},
+		{"d/real-lo.pcap.gz", "gz", "d/real-lo.pcap"},
+		{"d/real-lo.pcap", "", "d/real-lo.pcap"},
+	} {
+		if c, p := codecOf(tc.path); c != tc.codec || p != tc.plain {
+			t.Errorf("codecOf(%q) = %q, %q; want %q, %q", tc.path, c, p, tc.codec, tc.plain)
+		}
 	}
 }

@@ -1,8 +1,12 @@
-// Package benchrun measures whole programs on one generated capture, side by
-// side, each as its own process: the bare pcapgo read loop (the practical
-// limit), `kdupcap analyze`, and tshark's Kafka dissector when installed. For
-// each it records wall time, throughput in MB/s and packets/s, and the peak
-// resident set size the kernel reports for the process (rusage ru_maxrss).
+// Package benchrun measures whole programs on one capture, generated or of
+// real clients, side by side, each as its own process: the bare pcapgo
+// read loops (copying, the practical limit, and zero-copy), `kdupcap
+// analyze` (at its default and with --workers 1), and tshark's Kafka
+// dissector when installed; on a compressed capture (FILE.zst, FILE.gz),
+// its decompressor alone to /dev/null and analyze. For each it records
+// wall time, throughput in MB/s and packets/s, and the peak resident set
+// size the kernel reports for the process (rusage ru_maxrss; benchrun keeps
+// no large output, since a child's peak counts its parent's at the fork).
 // `make bench` and `make bench-big` run it through cmd/benchrun; analyze's
 // findings are checked against the generator's manifest, so a fast but wrong
 // run fails the bench.
@@ -20,7 +24,11 @@
 // [File] takes a [Config] (the binaries to run, how many times) and a capture
 // whose manifest lies beside it, and gives one [Measure] per tool;
 // [CheckFindings] compares analyze's JSON Lines with a [gencap.Manifest];
-// [WriteTable] and [Ratios] print the measures. cmd/benchrun is the command,
+// [WriteTable] and [Ratios] print the measures; on a capture of real
+// clients (its manifest's Source, made by internal/kafkatest/cmd/realcap,
+// its broker's port in Manifest.Port) Ratios ends each line with issue
+// 17's [Targets] for its MTU ([TargetsFor]), and a compressed capture's
+// with [CompressedTarget]. cmd/benchrun is the command,
 // and cmd/readloop the read loop it measures, reading a pcap (or pcapng)
 // with pcapgo alone.
 //

@@ -89,7 +89,10 @@
 //   - capfile.go: the file formats: pcap (pcapgo) and pcapng with
 //     Decryption Secrets Blocks.
 //   - schedule.go: the heaps ordering segments and connections in time.
-//   - manifest.go: Manifest, Resend, Attempt, Found; its JSON and Check.
+//   - size.go: ParseSize, the sizes the bench commands take (100MB, 1GB).
+//   - manifest.go: Manifest, Resend, Attempt, Found; its JSON and Check;
+//     the Port and Source of a capture gencap did not make (a capture of
+//     real clients, internal/kafkatest/cmd/realcap).
 //   - tls_pipeline_test.go: an external test that runs kdupcap's pipeline
 //     on TLS captures, decrypted and not (the package never imports it).
 package gencap

@@ -58,6 +58,12 @@ func StartCapture(ctx context.Context, path string, port int) (*Capture, error) 
 // StartCapturePorts is StartCapture for every port of ports in one
 // tcpdump (filter "tcp port A or tcp port B ..."), e.g. a cluster's Ports.
 func StartCapturePorts(ctx context.Context, path string, ports ...int) (*Capture, error) {
+	return startCapture(ctx, path, 65536, ports...)
+}
+
+// startCapture is StartCapturePorts with a kernel buffer of bufferKiB
+// (tcpdump -B).
+func startCapture(ctx context.Context, path string, bufferKiB int, ports ...int) (*Capture, error) {
 	if len(ports) == 0 {
 		return nil, fmt.Errorf("kafkatest: capture %s: no port", path)
 	}
@@ -75,7 +81,7 @@ func StartCapturePorts(ctx context.Context, path string, ports ...int) (*Capture
 	markerPort := marker.LocalAddr().(*net.UDPAddr).Port
 	// -Z root: Debian's tcpdump otherwise drops to user tcpdump before
 	// opening the file, which then cannot be written in a root-only TempDir.
-	cmd := exec.Command("tcpdump", "-i", "lo", "-s", "0", "-B", "65536", "-U", "--immediate-mode",
+	cmd := exec.Command("tcpdump", "-i", "lo", "-s", "0", "-B", strconv.Itoa(bufferKiB), "-U", "--immediate-mode",
 		"-Z", "root", "-w", path, fmt.Sprintf("%s or udp dst port %d", filter.String(), markerPort))
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -120,6 +126,15 @@ func (c *Capture) drain(r io.Reader, listening chan<- struct{}) {
 			close(listening)
 		}
 	}
+}
+
+// raisePriority makes tcpdump the first to run on a busy machine (nice
+// -10), so that a capture of heavy traffic loses nothing.
+func (c *Capture) raisePriority() error {
+	if err := syscall.Setpriority(syscall.PRIO_PROCESS, c.cmd.Process.Pid, -10); err != nil {
+		return fmt.Errorf("kafkatest: renice tcpdump: %w", err)
+	}
+	return nil
 }
 
 // Stderr is what tcpdump printed so far.
@@ -191,16 +206,39 @@ func (c *Capture) waitMarker(timeout time.Duration) error {
 	}
 	defer conn.Close()
 	deadline := time.Now().Add(timeout)
+	var seen int64 // bytes of the file searched already, but a token's length
 	for i := 0; time.Now().Before(deadline); i++ {
 		if i%4 == 0 {
 			if _, err := conn.Write(token); err != nil {
 				return fmt.Errorf("kafkatest: marker: %w", err)
 			}
 		}
-		if b, err := os.ReadFile(c.Path); err == nil && bytes.Contains(b, token) {
+		found, n := fileHolds(c.Path, seen, token)
+		if found {
 			return nil
 		}
+		seen = n
 		time.Sleep(25 * time.Millisecond)
 	}
 	return fmt.Errorf("kafkatest: tcpdump did not write the end marker within %v: capture %s incomplete", timeout, c.Path)
+}
+
+// fileHolds reports whether the file at path holds token at or after
+// offset from, and up to where a later call may start looking (the file's
+// size less the token's length): a large capture is read once, not at
+// every call.
+func fileHolds(path string, from int64, token []byte) (bool, int64) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, from
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, from, 1<<62))
+	if err != nil {
+		return false, from
+	}
+	if bytes.Contains(b, token) {
+		return true, from
+	}
+	return false, max(from, from+int64(len(b))-int64(len(token)))
 }

@@ -48,12 +48,19 @@
 //     cannot run here; each config's doc says what that client sends.
 //   - [Run] does all of it for one [Scenario] (its brokers, faults, proxy
 //     and leader moves) and returns a [Result].
+//   - [BulkCapture] captures kgo producers writing a large capture of
+//     ordinary traffic (a [Bulk]: producers, rate, a few requests answered
+//     REQUEST_TIMED_OUT after the append) and returns the re-sends the
+//     broker's exchanges and log show ([BulkResult]); [Recut] re-cuts a
+//     capture's segments to a smaller MTU. cmd/realcap writes both with a
+//     manifest for kdupcap's benchmarks (make bench, bench-big).
 //
 // # Imports
 //
-// It imports kfake, kgo (and its sasl/plain and sasl/scram), kmsg, sarama
-// and kafka-go, and of kdupcap's own packages only internal/kwire and
-// internal/testenv; it must never import kdupcap's stages (capture, decode,
+// It imports kfake, kgo (and its sasl/plain and sasl/scram), kmsg, sarama,
+// kafka-go and gopacket's pcapgo (Recut), and of kdupcap's own packages
+// only internal/kwire and internal/testenv (cmd/realcap internal/gencap
+// too, for the bench's manifest); it must never import kdupcap's stages (capture, decode,
 // detect, profile, report, pipeline): the harness judges them, it must not
 // share their code or their mistakes.
 //
@@ -104,6 +111,12 @@
 //     idempotent producer and sends a value again from the new one.
 //   - readback.go: Log, Batch, Record, Copies and ReadBack: the log read back.
 //   - scenario.go: Scenario, Result, ProduceFunc and Run.
+//   - bulk.go: Bulk, BulkCapture, BulkResult and BulkResend: a large capture
+//     of real producers, for benchmarks.
+//   - recut.go: Recut, a capture's TCP segments cut to a smaller MTU.
+//   - bulk_test.go: Recut's pieces and the re-sends bulkResends derives.
+//   - cmd/realcap: the command writing a bulk capture, its re-cut and
+//     their manifests (internal/gencap's Manifest).
 //   - sasl.go: SASL, the superuser a cluster requires (kfake.EnableSASL)
 //     and the producer and read back authenticate as; its kcat settings.
 //   - auth_export.go: SASL.ClusterOpts and ReadBackAuth, for a cluster

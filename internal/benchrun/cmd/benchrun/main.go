@@ -1,8 +1,10 @@
-// Command benchrun runs the read loop, `kdupcap analyze` and tshark on
-// generated captures, checks analyze against each capture's manifest, and
-// prints one table (see package benchrun).
+// Command benchrun runs the read loops, `kdupcap analyze` (with one worker
+// and at its default) and tshark on captures with a manifest (generated, or
+// of real clients), and a compressed capture's decompressor beside its
+// analyze, checks analyze against each capture's manifest, and prints one
+// table (see package benchrun).
 //
-//	benchrun -kdupcap ./kdupcap -readloop bin/readloop [-tshark /usr/bin/tshark] FILE...
+//	benchrun -kdupcap ./kdupcap -readloop bin/readloop [-tshark /usr/bin/tshark] FILE... [FILE.zst FILE.gz]
 //
 // It exits 1 when a run fails or analyze's findings differ from a manifest.
 package main
@@ -35,6 +37,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&cfg.TsharkMaxBytes, "tshark-max-bytes", 0, "skip tshark on files larger than this (0: no limit)")
 	analyzeArgs := fs.String("analyze-args", "", "more analyze flags, space-separated (such as \"--window 1m\")")
 	maxRSS := fs.Int64("max-rss-mib", 256, "fail when analyze's peak RSS exceeds this many MiB (0: no limit)")
+	fs.BoolVar(&cfg.OneWorker, "one-worker", true, "run analyze --workers 1 too, beside the default")
+	zstd := fs.String("zstd", "auto", "zstd binary a .zst capture's analyze is compared with; auto: from PATH")
+	gzip := fs.String("gzip", "auto", "gzip binary a .gz capture's analyze is compared with; auto: from PATH")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -51,6 +56,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cfg.Tshark = *tshark
 	if cfg.Tshark == "auto" {
 		cfg.Tshark, _ = exec.LookPath("tshark") // none: skipped
+	}
+	cfg.Zstd, cfg.Gzip = *zstd, *gzip
+	if cfg.Zstd == "auto" {
+		cfg.Zstd, _ = exec.LookPath("zstd")
+	}
+	if cfg.Gzip == "auto" {
+		cfg.Gzip, _ = exec.LookPath("gzip")
 	}
 	cfg.Log = stderr
 	var all []benchrun.Measure

@@ -17,8 +17,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/kdupcap/kdupcap/internal/gencap"
 )
@@ -53,9 +51,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gencap: usage: gencap -o FILE [-size 100MB] [-mtu 65535|1500] [-seed N] [-tls [-secrets]]")
 		return 2
 	}
-	target, err := parseSize(*size)
+	target, err := gencap.ParseSize(*size)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintf(stderr, "gencap: -size: %v\n", err)
 		return 2
 	}
 	cfg := gencap.Config{
@@ -141,24 +139,4 @@ func finish(f *os.File, path string, err error) error {
 		os.Remove(f.Name())
 	}
 	return err
-}
-
-// parseSize reads "100MB", "64KB", "1GB", "123B" or "123".
-func parseSize(s string) (int64, error) {
-	u := strings.ToUpper(strings.TrimSpace(s))
-	mult := int64(1)
-	for _, suf := range []struct {
-		name string
-		mult int64
-	}{{"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}} {
-		if strings.HasSuffix(u, suf.name) {
-			u, mult = strings.TrimSuffix(u, suf.name), suf.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(u), 10, 64)
-	if err != nil || n <= 0 || n > (1<<50)/mult {
-		return 0, fmt.Errorf("gencap: size %q is not a positive size like 100MB", s)
-	}
-	return n * mult, nil
 }

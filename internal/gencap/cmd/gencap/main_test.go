@@ -28,9 +28,9 @@ func TestParseSize(t *testing.T) {
 		{"99999999999GB", 0, false},
 	}
 	for _, tt := range tests {
-		got, err := parseSize(tt.in)
+		got, err := gencap.ParseSize(tt.in)
 		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("parseSize(%q) = %d, %v; want %d, ok %v", tt.in, got, err, tt.want, tt.ok)
+			t.Errorf("ParseSize(%q) = %d, %v; want %d, ok %v", tt.in, got, err, tt.want, tt.ok)
 		}
 	}
 }

@@ -1,0 +1,219 @@
+package capture
+
+import (
+	"io"
+	"sync/atomic"
+)
+
+// A pcap's stream (the file, or its decompressor's output) is read on a
+// goroutine of its own once the merge reads it ahead (Source.readAhead):
+// into chunks, each handed whole to the pcap's buffer (pcapBuf), whose
+// records are parsed in place there as before. The reading (the kernel's
+// copy from the page cache, or the decompression) then runs on the other
+// core while this one reassembles and decodes, and a decompressor writes
+// into the chunks themselves: no copy between it and the parser. A chunk
+// keeps pcapBufSize bytes of room in front of what is read into it, where
+// the start of a record cut by the chunk's end is moved, so that a record
+// of up to pcapBufSize bytes is always whole in one chunk; a larger one is
+// read through the buffer as before (readLarge).
+//
+// A chunk goes back to be filled again once the parser has moved on and
+// every Hold on it (Packet.Hold) is released: a caller that decodes on
+// another goroutine keeps the packets' bytes there instead of copying
+// them. aheadChunks leaves room for the holds of a few batches in flight.
+//
+// Tried before without the rest of the run on another goroutine: no
+// faster, the reading then no longer the part that waits. With decode and
+// detect on a second goroutine (pipeline's split) the reading goroutine
+// is the busier, and this takes the reads off it.
+const (
+	aheadChunks    = 6
+	aheadChunkData = 256 << 10
+	aheadChunkSize = pcapBufSize + aheadChunkData
+)
+
+// pcapAhead reads a stream into chunks on its own goroutine.
+type pcapAhead struct {
+	rd      io.Reader
+	release func() // run by the goroutine once it reads no more, if set
+	pool    *bufPool
+	full    chan aheadChunk
+	// empty holds the chunks to fill; there is room in it for all, so
+	// that a chunk's last release never waits, from any goroutine.
+	empty  chan *aheadBuf
+	done   chan struct{}
+	closed bool
+	ended  bool      // the chunk with rd's error was taken
+	cur    *aheadBuf // the chunk the buffer holds, to give back
+	// handed is the stream offset of the end of the chunks taken: how far
+	// the parser may have read (Source.CaptureBytes), read anywhere.
+	handed atomic.Int64
+}
+
+// aheadBuf is one chunk of a pcapAhead and the references to it: the
+// parser's while it reads there, and the Holds on its packets.
+type aheadBuf struct {
+	buf  []byte
+	refs atomic.Int32
+	a    *pcapAhead
+}
+
+// unref drops a reference; the last one sends the chunk to be filled again.
+func (c *aheadBuf) unref() {
+	if c.refs.Add(-1) == 0 {
+		c.a.empty <- c
+	}
+}
+
+type aheadChunk struct {
+	c   *aheadBuf // its bytes are c.buf[pcapBufSize:pcapBufSize+n]
+	n   int
+	err error
+}
+
+// startAhead starts reading rd, at stream offset off, into chunks from
+// pool (made anew when it has none); release, if set, runs once rd is read
+// no more.
+func startAhead(rd io.Reader, release func(), pool *bufPool, off int64) *pcapAhead {
+	a := &pcapAhead{rd: rd, release: release, pool: pool,
+		full: make(chan aheadChunk, aheadChunks), empty: make(chan *aheadBuf, aheadChunks), done: make(chan struct{})}
+	a.handed.Store(off)
+	for range aheadChunks {
+		a.empty <- &aheadBuf{buf: pool.get(), a: a}
+	}
+	go a.run()
+	return a
+}
+
+// run reads rd into empty chunks until rd's first error or Close. A read
+// shorter than asked (a pipe) hands the chunk on at once, so that bytes
+// that come slowly are parsed as they come.
+func (a *pcapAhead) run() {
+	if a.release != nil {
+		defer a.release()
+	}
+	for {
+		var c *aheadBuf
+		select {
+		case c = <-a.empty:
+		case <-a.done:
+			return
+		}
+		buf := c.buf
+		n, idle := 0, 0
+		var err error
+		for n < aheadChunkData && err == nil {
+			want := aheadChunkData - n
+			var m int
+			m, err = a.rd.Read(buf[pcapBufSize+n : pcapBufSize+aheadChunkData])
+			n += m
+			if m == 0 && err == nil {
+				if idle++; idle >= 100 {
+					err = io.ErrNoProgress
+				}
+				continue
+			}
+			if m < want {
+				break // short: hand on what came
+			}
+		}
+		c.refs.Store(1) // the parser's
+		select {
+		case a.full <- aheadChunk{c: c, n: n, err: err}:
+		case <-a.done:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// next returns the next chunk and the one it replaces, to give back
+// (giveBack) once nothing is read from it any more.
+func (a *pcapAhead) next() (aheadChunk, *aheadBuf) {
+	c := <-a.full // the goroutine sends until it has sent rd's error
+	old := a.cur
+	a.cur = c.c
+	if c.err != nil {
+		a.ended = true
+	}
+	return c, old
+}
+
+// giveBack drops the parser's reference to a chunk.
+func (a *pcapAhead) giveBack(c *aheadBuf) {
+	if c != nil {
+		c.unref()
+	}
+}
+
+// drop lets the chunks go to the pool once rd's error was taken: the
+// goroutine has stopped. Chunks still held come back later to empty, and
+// go with the pcapAhead.
+func (a *pcapAhead) drop() {
+	if !a.ended || a.cur == nil {
+		return
+	}
+	a.cur.unref()
+	a.cur = nil
+	for len(a.empty) > 0 {
+		a.pool.put((<-a.empty).buf)
+	}
+}
+
+// Close stops the reading without waiting for it (the goroutine may be
+// blocked in rd.Read).
+func (a *pcapAhead) Close() {
+	if a.closed {
+		return
+	}
+	a.closed = true
+	close(a.done)
+}
+
+// fillAhead is pcapBuf.fill from the chunks: buf[r:w], shorter than
+// pcapBufSize (see fill), is moved to the room in front of the next
+// chunk's bytes.
+func (b *pcapBuf) fillAhead() {
+	c, old := b.ahead.next()
+	left := b.buf[b.r:b.w]
+	start := pcapBufSize - len(left)
+	buf := c.c.buf
+	copy(buf[start:pcapBufSize], left)
+	b.ahead.giveBack(old)
+	b.buf, b.r, b.w = buf, start, pcapBufSize+c.n
+	b.off += int64(c.n)
+	b.ahead.handed.Store(b.off)
+	if c.err != nil {
+		b.err = c.err
+	}
+}
+
+// Hold keeps the bytes of a packet read ahead (Packet.Hold) from being
+// overwritten until Release. The zero Hold holds nothing; Holds compare
+// equal when they hold the same chunk of bytes.
+type Hold struct{ c *aheadBuf }
+
+// Hold keeps p.Data valid past the next call to Next, until the Hold is
+// released, and reports whether it can: only the Data of a packet parsed
+// in place in a chunk read ahead can be kept (MergeOptions.ReadAheadPlain,
+// or a compressed pcap); copy the others. A Hold covers every packet of
+// its chunk: one taken per chunk is enough.
+func (p Packet) Hold() (Hold, bool) {
+	if p.chunk == nil {
+		return Hold{}, false
+	}
+	p.chunk.refs.Add(1)
+	return Hold{p.chunk}, true
+}
+
+// Holds reports whether h holds p's bytes, with no new Hold.
+func (h Hold) Holds(p Packet) bool { return h.c != nil && h.c == p.chunk }
+
+// Release lets the bytes go; it may be called from any goroutine, once.
+func (h Hold) Release() {
+	if h.c != nil {
+		h.c.unref()
+	}
+}

@@ -1,0 +1,128 @@
+package pipeline
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/kdupcap/kdupcap/internal/gencap"
+)
+
+// TestSplitSameAsOneGoroutine: the split run (decode and detect on a
+// goroutine of their own, single.go) gives what the run on one goroutine
+// gives, findings and every count, on the testdata captures sniffed (their
+// brokers on ports that are not Kafka's: every connection drains until its
+// bytes decide), merged, and on generated captures of both MTUs, with and
+// without records and record prints; and so it does once the reader keeps
+// the Decoder after a drain (maxDrains 1).
+func TestSplitSameAsOneGoroutine(t *testing.T) {
+	var inputs [][]string
+	for _, pattern := range []string{"../testdata/*.pcap", "../testdata/*.pcapng"} {
+		files, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			inputs = append(inputs, []string{f})
+		}
+	}
+	if len(inputs) < 5 {
+		t.Fatalf("%d captures under testdata", len(inputs))
+	}
+	inputs = append(inputs, []string{inputs[0][0], inputs[1][0], inputs[2][0]})
+	dir := t.TempDir()
+	for _, mtu := range []int{65535, 1500} {
+		path := filepath.Join(dir, fmt.Sprintf("gen-%d.pcap", mtu))
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := gencap.DefaultConfig()
+		cfg.TargetBytes, cfg.MTU = 4<<20, mtu
+		if _, err := gencap.Generate(f, cfg); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		inputs = append(inputs, []string{path})
+	}
+	inputs = append(inputs, []string{holes(t, inputs[len(inputs)-1][0], 97)})
+	for _, files := range inputs {
+		for _, o := range []Options{{Sniff: true}, {Sniff: true, RecordMatch: true, Records: 3},
+			{Ports: []uint16{9092}, RecordMatch: true}, {Ports: []uint16{9092}, MaxConnections: 3, IdleTimeout: time.Millisecond}} {
+			want := runSplit(t, files, o, 0)
+			for _, drains := range []int{maxDrains, 1} {
+				if got := runSplit(t, files, o, drains); !reflect.DeepEqual(got, want) {
+					t.Errorf("%v %+v, split (at most %d drains): differs from one goroutine:\n got %+v\nwant %+v", files, o, drains, got, want)
+				}
+			}
+		}
+	}
+}
+
+// splitRun is what a run found and counted.
+type splitRun struct {
+	Findings, Capture, Decode, Conns, Detect any
+	Errors                                   []string
+}
+
+// runSplit runs files with o on one goroutine (drains 0) or split, the
+// reader keeping the Decoder after that many drains.
+func runSplit(t *testing.T, files []string, o Options, drains int) splitRun {
+	t.Helper()
+	st := stages{det: o.detectOptions(), dec: o.decodeOptions(1), asm: o.assemblerOptions(1), split: drains > 0}
+	p := newSingle(st)
+	if drains > 0 {
+		p.split.maxDrains = drains
+	}
+	m, errs := Inputs{Files: files}.openAhead(nil, drains > 0)
+	defer m.Close()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	eachPacket(m, func(Read) { p.stats() }, Inputs{}, p.add)
+	findings := p.finish()
+	return splitRun{Findings: findings, Capture: p.asm.Stats(), Decode: p.dec.Stats(), Conns: p.dec.Connections(), Detect: p.det.Stats(), Errors: p.dec.Errors()}
+}
+
+// holes writes the capture at path with every nth packet left out, beside
+// it: connections with gaps.
+func holes(t *testing.T, path string, n int) string {
+	t.Helper()
+	in, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	r, err := pcapgo.NewReader(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := strings.TrimSuffix(path, ".pcap") + "-holes.pcap"
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := pcapgo.NewWriter(f)
+	if err := w.WriteFileHeader(r.Snaplen(), r.LinkType()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; ; i++ {
+		data, ci, err := r.ReadPacketData()
+		if err != nil {
+			break
+		}
+		if i%n != 0 {
+			if err := w.WritePacket(ci, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return out
+}
