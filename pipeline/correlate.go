@@ -80,18 +80,7 @@ type Correlate struct {
 // NewCorrelate returns a Correlate run of o reading src.
 func NewCorrelate(o CorrelateOptions, src AttemptSource) *Correlate {
 	c := &Correlate{opts: o, src: src}
-	window, settle, maxBatches := o.Window, o.Settle, o.MaxBatches
-	if window <= 0 {
-		window = detect.DefaultWindow
-	}
-	if settle <= 0 {
-		settle = detect.DefaultSettle
-	}
-	if maxBatches <= 0 {
-		maxBatches = detect.DefaultMaxBatches
-	}
-	c.prof = profile.New(profile.Options{Revisable: window + settle,
-		MaxPending: max(maxBatches*profile.DefaultMaxPending/detect.DefaultMaxBatches, 1)})
+	c.prof = streamingProfiler(o.Window, o.Settle, o.MaxBatches)
 	do := o.detectOptions()
 	do.Streaming, do.Settle, do.OnFinding, do.Observe = true, o.Settle, c.finding, c.prof.Produce
 	c.det = detect.New(do)

@@ -103,22 +103,7 @@ func NewLive(o LiveOptions, src LiveSource) (*Live, error) {
 		}
 		l.evidence = capture.NewEvidence(capture.EvidenceOptions{})
 	}
-	// A finding can be reported again until its batch is forgotten,
-	// Window after its last attempt, and a report waits at most Settle.
-	// The findings kept revisable are bounded as the batches remembered,
-	// a quarter of them as by default (profile.DefaultMaxPending).
-	window, settle, maxBatches := o.Window, o.Settle, o.MaxBatches
-	if window <= 0 {
-		window = detect.DefaultWindow
-	}
-	if settle <= 0 {
-		settle = detect.DefaultSettle
-	}
-	if maxBatches <= 0 {
-		maxBatches = detect.DefaultMaxBatches
-	}
-	l.prof = profile.New(profile.Options{Revisable: window + settle,
-		MaxPending: max(maxBatches*profile.DefaultMaxPending/detect.DefaultMaxBatches, 1)})
+	l.prof = streamingProfiler(o.Window, o.Settle, o.MaxBatches)
 
 	l.tls = newTLSLayer(nil, o.Ports, true)
 	for _, name := range o.TLSKeyLogs {
@@ -394,4 +379,25 @@ func safeName(s string) string {
 		}
 		return '_'
 	}, s)
+}
+
+// streamingProfiler is the Profiler of a run that reports findings as it
+// goes (live, correlate), of a Detector with this window, settle and max
+// batches (each 0: detect's default). A finding can be reported again
+// until its batch is forgotten, Window after its last attempt, and a
+// report waits at most Settle. The findings kept revisable are bounded as
+// the batches remembered, a quarter of them as by default
+// (profile.DefaultMaxPending).
+func streamingProfiler(window, settle time.Duration, maxBatches int) *profile.Profiler {
+	if window <= 0 {
+		window = detect.DefaultWindow
+	}
+	if settle <= 0 {
+		settle = detect.DefaultSettle
+	}
+	if maxBatches <= 0 {
+		maxBatches = detect.DefaultMaxBatches
+	}
+	return profile.New(profile.Options{Revisable: window + settle,
+		MaxPending: max(maxBatches*profile.DefaultMaxPending/detect.DefaultMaxBatches, 1)})
 }
