@@ -84,7 +84,7 @@ func TestRdkafka211Resends(t *testing.T) {
 				if tt.change != "" {
 					if len(f.Attempts) < 2 || f.Attempts[0].Batch == nil || f.Attempts[1].Batch == nil ||
 						f.Attempts[0].Batch.ProducerEpoch == nil || f.Attempts[1].Batch.ProducerEpoch == nil ||
-						*f.Attempts[1].Batch.ProducerEpoch != *f.Attempts[0].Batch.ProducerEpoch+1 {
+						*f.Attempts[1].Batch.ProducerEpoch <= *f.Attempts[0].Batch.ProducerEpoch {
 						t.Errorf("%s finding: the attempts do not show the epoch bump: %+v", f.Type, f.Attempts)
 					}
 					if !f.Idempotent || f.Verdict != "duplicated" {
