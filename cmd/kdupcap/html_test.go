@@ -70,6 +70,9 @@ type pageNumbers struct {
 	numbers  map[string]string // verdict or count name: its number
 	attempts []int             // per finding, in order
 	kept     []int             // per finding, the attempts kept (readJSON: attempts_omitted left out)
+	// answered is the answered requests of the producer profiles, summed
+	// over their brokers (readJSON only).
+	answered int64
 }
 
 // readPage parses b as HTML, fails on any http(s) src or href, and reads
@@ -141,6 +144,9 @@ func readJSON(t *testing.T, b []byte) pageNumbers {
 			Dup       int64             `json:"duplicated_records"`
 			Extra     int64             `json:"extra_copies"`
 			Possibly  int64             `json:"possibly_duplicated_records"`
+			Latency   []struct {
+				Answered int64 `json:"answered"`
+			} `json:"latency"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 			t.Fatalf("JSON line %q: %v", sc.Text(), err)
@@ -155,6 +161,9 @@ func readJSON(t *testing.T, b []byte) pageNumbers {
 			p.numbers["n-extra"] = strconv.FormatInt(line.Extra, 10)
 			p.numbers["n-possibly"] = strconv.FormatInt(line.Possibly, 10)
 		case "producer":
+			for _, l := range line.Latency {
+				p.answered += l.Answered
+			}
 		default:
 			p.attempts = append(p.attempts, len(line.Attempts)+line.Omitted)
 			p.kept = append(p.kept, len(line.Attempts))
