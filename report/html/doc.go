@@ -41,8 +41,8 @@
 // The latency drawn is that of every answered produce request of the
 // run, per broker and bucket of capture time: the profile.Timeline the
 // profiler keeps of every exchange, handed to Timeline (p50 and p99). A
-// writer given none (a caller that only has findings) draws the findings'
-// answered attempts instead, and the page says which it drew. Each attempt
+// writer given none (a caller that only has findings) draws the re-sends
+// alone, and the page says so. Each attempt
 // after a finding's first is a mark at its send time, in the row and
 // colour of the finding's verdict.
 //

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kdupcap/kdupcap/detect"
+	"github.com/kdupcap/kdupcap/profile"
 	"github.com/kdupcap/kdupcap/report"
 )
 
@@ -77,11 +78,15 @@ func (w *Writer) Summary(s report.Summary) error {
 			p.Harmless = append(p.Harmless, f)
 		}
 	}
-	p.Timeline = drawTimeline(w.tl, w.marks, w.first, w.last)
+	tl := w.tl
+	if tl == nil { // no latency handed: the marks alone
+		tl = profile.NewTimeline(2)
+	}
+	p.Timeline = drawTimeline(tl, w.marks, w.first, w.last)
 	if !w.first.IsZero() {
 		p.Span = "capture time " + timeText(w.first) + " to " + timeText(w.last) + " UTC"
 	}
-	p.TimelineAll = w.tlAll
+	p.TimelineAll = w.tl != nil
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, &p); err != nil {
 		return fmt.Errorf("report/html: drawing the page: %w", err)
@@ -128,7 +133,7 @@ var pageHTML = `<!DOCTYPE html>
 <section id="timeline" aria-label="timeline">
 <h2>Timeline</h2>
 {{with .Timeline}}{{if .SVG}}
-<p class="note">Produce latency per broker of {{if $.TimelineAll}}every answered request{{else}}the findings' answered attempts{{end}} over capture time ({{.Buckets}} buckets of {{.Width}}; solid p50, dashed p99, up to {{.YMax}} ms); under it every re-send, one row per verdict. Wheel or +/− to zoom, drag or ←/→ to pan; click a mark to open its finding, or, the timeline focused, n and p for the next and previous re-send.</p>
+<p class="note">{{if $.TimelineAll}}Produce latency per broker of every answered request over capture time ({{.Buckets}} buckets of {{.Width}}; solid p50, dashed p99, up to {{.YMax}} ms); under it every re-send{{else}}Every re-send over capture time (no latency was handed to the page){{end}}, one row per verdict. Wheel or +/− to zoom, drag or ←/→ to pan; click a mark to open its finding, or, the timeline focused, n and p for the next and previous re-send.</p>
 <div class="tlctl" role="toolbar" aria-label="timeline zoom"><button type="button" data-z="in" aria-label="zoom in">+</button><button type="button" data-z="out" aria-label="zoom out">−</button><button type="button" data-z="left" aria-label="pan left">←</button><button type="button" data-z="right" aria-label="pan right">→</button><button type="button" data-z="reset">reset</button><span id="tlrange"></span></div>
 <div class="tlwrap" tabindex="0"><div class="ylab" aria-hidden="true"><span>{{.YMax}} ms</span><span>{{.YMid}} ms</span><span>0</span></div>{{.SVG}}</div>
 <div class="axis" id="tlaxis">{{range .Axis}}<span>{{.}}</span>{{end}}</div>

@@ -50,10 +50,9 @@ type Writer struct {
 	w    io.Writer
 	opts Options
 	head *report.Headline
-	tl   *profile.Timeline
-	// tlAll: tl is the run's, of every answered exchange (Timeline), not
-	// the one of the findings' attempts.
-	tlAll bool
+	// tl is the run's latency over capture time (Timeline); nil until
+	// handed.
+	tl *profile.Timeline
 
 	seen     int
 	rows     []findingRow
@@ -87,7 +86,7 @@ func New(w io.Writer, o Options) *Writer {
 	def(&o.MaxMarks, DefaultMaxMarks)
 	def(&o.MaxProducers, DefaultMaxProducers)
 	def(&o.MaxFullBytes, DefaultMaxFullBytes)
-	return &Writer{w: w, opts: o, head: report.NewHeadline(), tl: profile.NewTimeline(profile.DefaultTimelineBuckets)}
+	return &Writer{w: w, opts: o, head: report.NewHeadline()}
 }
 
 // findingRow is a finding's row in the findings table.
@@ -181,8 +180,7 @@ func (w *Writer) finding(f detect.Finding, num int) error {
 	for i := range f.Attempts {
 		a := &f.Attempts[i]
 		w.span(a.Time)
-		if a.Response != nil && !w.tlAll {
-			w.tl.Add(a.Broker, a.Time, time.Duration(a.Response.LatencyMillis*float64(time.Millisecond)))
+		if a.Response != nil {
 			w.span(a.Response.Time)
 		}
 		if i == 0 {
@@ -353,15 +351,17 @@ type causeView struct {
 }
 
 // Timeline takes the run's produce latency per broker over capture time,
-// of every answered exchange, in place of the one the writer draws from
-// the findings' attempts; it keeps tl.
+// of every answered exchange, which the timeline draws; it keeps tl.
+// Without it the timeline shows the re-sends alone.
 func (w *Writer) Timeline(tl *profile.Timeline) error {
-	if tl == nil || tl.Start().IsZero() {
+	if tl == nil {
 		return nil
 	}
-	w.tl, w.tlAll = tl, true
-	w.span(tl.Start())
-	w.span(tl.End())
+	w.tl = tl
+	if !tl.Start().IsZero() {
+		w.span(tl.Start())
+		w.span(tl.End())
+	}
 	return nil
 }
 
