@@ -34,6 +34,21 @@ func (m multiWriter) Summary(s Summary) error {
 	return first
 }
 
+// DrawsTimeline reports whether w, or one of the writers of a Multi,
+// draws a timeline (TimelineWriter), so that a caller makes one only then.
+func DrawsTimeline(w Writer) bool {
+	if m, ok := w.(multiWriter); ok {
+		for _, x := range m {
+			if DrawsTimeline(x) {
+				return true
+			}
+		}
+		return false
+	}
+	_, ok := w.(TimelineWriter)
+	return ok
+}
+
 // Timeline hands the timeline to each of the writers that draw it
 // (TimelineWriter), in turn.
 func (m multiWriter) Timeline(tl *profile.Timeline) error {

@@ -244,7 +244,7 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return exitFailure
 		}
 	}
-	if err := writeProducers(out, an.Producers(), an.Timeline()); err != nil {
+	if err := writeProducers(out, an.Producers(), an.Timeline); err != nil {
 		fmt.Fprintf(stderr, "kdupcap: writing output: %v\n", err)
 		return exitFailure
 	}
@@ -375,10 +375,7 @@ func failedInputs(errs []error) []report.FailedInput {
 		if !errors.As(err, &ie) {
 			continue
 		}
-		out = append(out, report.FailedInput{File: ie.File, ResultsUpTo: ie.Offset,
-			// An InputError says, and only says, in its text whether
-			// Offset counts decompressed bytes.
-			Decompressed: strings.Contains(ie.Error(), "decompressed byte")})
+		out = append(out, report.FailedInput{File: ie.File, ResultsUpTo: ie.Offset, Decompressed: ie.Decompressed()})
 	}
 	return out
 }

@@ -155,7 +155,7 @@ func runCorrelate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 	seeds, topic, _ := emit.ParseURL(cfg.from)
 	src, err := fleet.NewConsumer(fleet.ConsumerOptions{Seeds: seeds, Topic: topic, Group: cfg.group, Client: co,
-		Merge: fleet.MergeOptions{Lateness: cfg.lateness}, Window: windowOf(cfg.opts.Window)})
+		Merge: fleet.MergeOptions{Lateness: cfg.lateness}, Window: cfg.opts.Window})
 	if err != nil {
 		fmt.Fprintf(stderr, "kdupcap correlate: --from: %v\n", err)
 		return exitUsage
@@ -189,7 +189,7 @@ func runCorrelate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if exporter != nil {
 		exporter.Update(run.Counters())
 	}
-	if err := writeProducers(out, run.Producers(), run.Timeline()); err != nil && writeErr == nil {
+	if err := writeProducers(out, run.Producers(), run.Timeline); err != nil && writeErr == nil {
 		writeErr = err
 	}
 	cs := src.Stats()
@@ -220,12 +220,4 @@ func runCorrelate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return exitUsage
 	}
 	return exitOK
-}
-
-// windowOf is the detection window the flags give (the default for 0).
-func windowOf(w time.Duration) time.Duration {
-	if w <= 0 {
-		return detect.DefaultWindow
-	}
-	return w
 }

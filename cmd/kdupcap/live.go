@@ -225,7 +225,7 @@ func runLive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	r.run.Finish()
 	r.updateMetrics()
-	if err := writeProducers(r.out, r.run.Producers(), r.run.Timeline()); err != nil && r.writeErr == nil {
+	if err := writeProducers(r.out, r.run.Producers(), r.run.Timeline); err != nil && r.writeErr == nil {
 		r.writeErr = err
 	}
 	sum := r.run.Summary()

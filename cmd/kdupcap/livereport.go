@@ -96,7 +96,7 @@ func (r *liveRun) reportPage(w io.Writer) (*html.Writer, report.Summary, error) 
 	if err != nil {
 		return nil, report.Summary{}, err
 	}
-	if err := writeProducers(hw, r.run.Producers(), r.run.Timeline()); err != nil {
+	if err := writeProducers(hw, r.run.Producers(), r.run.Timeline); err != nil {
 		return nil, report.Summary{}, err
 	}
 	return hw, r.run.Summary(), nil
