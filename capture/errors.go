@@ -46,5 +46,9 @@ func (e *InputError) Error() string {
 	}
 }
 
+// Decompressed reports whether Offset counts decompressed bytes (of a
+// gzip or zstd capture).
+func (e *InputError) Decompressed() bool { return e.codec != "" }
+
 // Unwrap returns the underlying error.
 func (e *InputError) Unwrap() error { return e.Err }

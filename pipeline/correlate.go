@@ -200,7 +200,7 @@ func (c *Correlate) finding(f detect.Finding) {
 	if len(hosts) > 1 {
 		f.Scope = detect.ScopeFleet
 	}
-	if len(c.opts.Clusters) == 0 && c.det.Clusters() <= 1 {
+	if !showClusters(c.opts.Options, c.det) {
 		f.Cluster = ""
 	}
 	f.StableID = StableID(&f)

@@ -113,9 +113,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runLiveCLI(args[1:], stdout, stderr)
 	case "correlate":
 		return runCorrelateCLI(args[1:], stdout, stderr)
-	case "version":
-		return runVersion(cmds, args[1:], stdout, stderr)
-	case "--version", "-version":
+	case "version", "--version", "-version":
 		return runVersion(cmds, args[1:], stdout, stderr)
 	case "completion":
 		return runCompletion(cmds, args[1:], stdout, stderr)
