@@ -194,6 +194,8 @@ type split struct {
 	inline    bool
 	drains    int
 	maxDrains int
+	// handed counts the batches handed to the goroutine.
+	handed int
 	// want asks the goroutine for the Detector's counts; last is what it
 	// gave.
 	want atomic.Bool
@@ -239,6 +241,7 @@ func (sp *split) add(e splitEvent) {
 
 // send hands the current batch on and takes an empty one.
 func (sp *split) send() {
+	sp.handed++
 	sp.full <- sp.cur
 	sp.cur = <-sp.free
 }
@@ -272,6 +275,7 @@ func (sp *split) inPlace(data []byte) bool {
 // the next batch goes.
 func (sp *split) drain() {
 	if len(sp.cur.events) > 0 {
+		sp.handed++
 		sp.full <- sp.cur
 	} else {
 		sp.free <- sp.cur

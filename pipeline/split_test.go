@@ -55,10 +55,17 @@ func TestSplitSameAsOneGoroutine(t *testing.T) {
 	for _, files := range inputs {
 		for _, o := range []Options{{Sniff: true}, {Sniff: true, RecordMatch: true, Records: 3},
 			{Ports: []uint16{9092}, RecordMatch: true}, {Ports: []uint16{9092}, MaxConnections: 3, IdleTimeout: time.Millisecond}} {
-			want := runSplit(t, files, o, 0)
+			want, _, _ := runSplit(t, files, o, 0)
 			for _, drains := range []int{maxDrains, 1} {
-				if got := runSplit(t, files, o, drains); !reflect.DeepEqual(got, want) {
+				got, drained, handed := runSplit(t, files, o, drains)
+				if !reflect.DeepEqual(got, want) {
 					t.Errorf("%v %+v, split (at most %d drains): differs from one goroutine:\n got %+v\nwant %+v", files, o, drains, got, want)
+				}
+				// The run stayed split (it goes on one goroutine only
+				// after maxDrains drains): else the comparison above would
+				// hold of the one-goroutine run alone.
+				if drains == maxDrains && (drained >= maxDrains || handed == 0) {
+					t.Errorf("%v %+v: %d drains, %d batches handed on: the split ran on one goroutine", files, o, drained, handed)
 				}
 			}
 		}
@@ -72,8 +79,10 @@ type splitRun struct {
 }
 
 // runSplit runs files with o on one goroutine (drains 0) or split, the
-// reader keeping the Decoder after that many drains.
-func runSplit(t *testing.T, files []string, o Options, drains int) splitRun {
+// reader keeping the Decoder after that many drains; it returns what the
+// run found and, split, how many drains it made and batches it handed to
+// the decoding goroutine.
+func runSplit(t *testing.T, files []string, o Options, drains int) (splitRun, int, int) {
 	t.Helper()
 	st := stages{det: o.detectOptions(), dec: o.decodeOptions(1), asm: o.assemblerOptions(1), split: drains > 0}
 	p := newSingle(st)
@@ -87,7 +96,11 @@ func runSplit(t *testing.T, files []string, o Options, drains int) splitRun {
 	}
 	eachPacket(m, func(Read) { p.stats() }, Inputs{}, p.add)
 	findings := p.finish()
-	return splitRun{Findings: findings, Capture: p.asm.Stats(), Decode: p.dec.Stats(), Conns: p.dec.Connections(), Detect: p.det.Stats(), Errors: p.dec.Errors()}
+	drained, handed := 0, 0
+	if p.split != nil {
+		drained, handed = p.split.drains, p.split.handed
+	}
+	return splitRun{Findings: findings, Capture: p.asm.Stats(), Decode: p.dec.Stats(), Conns: p.dec.Connections(), Detect: p.det.Stats(), Errors: p.dec.Errors()}, drained, handed
 }
 
 // holes writes the capture at path with every nth packet left out, beside
