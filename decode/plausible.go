@@ -75,7 +75,9 @@ var errTruncatedBody = errors.New("truncated")
 // readCount reads an array length, compact when flexible.
 func readCount(r *kbin.Reader, flexible bool) int64 {
 	if flexible {
-		return int64(r.Uvarint()) - 1
+		// As kmsg reads it (kbin.Reader.CompactArrayLen): a length past
+		// int32 wraps to negative, a null array.
+		return int64(int32(r.Uvarint()) - 1)
 	}
 	return int64(r.Int32())
 }
