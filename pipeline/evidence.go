@@ -29,6 +29,9 @@ import (
 //     transaction and the InitProducerId exchanges that gave its epochs;
 //   - for a topic named by ID (Produce v13), the Metadata response that
 //     named it;
+//   - for a decrypted TLS connection, all of it from its handshake to the
+//     end of its last span (tls.go): records cannot be decrypted without
+//     the handshake and the records before them;
 //   - but never the packets of a SASL authentication (sasl.go): no
 //     password or token reaches FILE.
 //
@@ -246,7 +249,7 @@ func (a *Analysis) WriteEvidence(w io.Writer, findings []detect.Finding) (int, e
 	} else {
 		links, namedBy, authOf = a.single.links, a.single.dec.TopicNamedBy, a.single.dec.SASLSpans
 	}
-	spans := withoutSASL(evidenceSpans(findings, namedBy), authOf)
+	spans := withoutSASL(a.tls.fromHandshake(evidenceSpans(findings, namedBy)), authOf)
 	sw, err := capture.NewSpanWriter(w, spans, links, a.tls.keysOf(spans))
 	if err != nil {
 		return 0, err

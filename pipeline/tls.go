@@ -62,6 +62,37 @@ func (t *tlsLayer) secrets(source string, keylog []byte) {
 // wrap puts the Decrypter in front of the streams f makes.
 func (t *tlsLayer) wrap(f capture.NewStreamFunc) capture.NewStreamFunc { return t.dec.Wrap(f) }
 
+// fromHandshake makes the spans of every decrypted TLS connection one: from
+// the connection's first packet, its handshake, to the end of its last span
+// (open when one is). Evidence that is to be decrypted again needs the
+// handshake, and every record after it up to the last one kept: each
+// record's nonce or MAC counts the records before it
+// (tlsdecrypt.Decrypter.DecryptedSince). Other spans are left as they are.
+func (t *tlsLayer) fromHandshake(spans []capture.ConnSpan) []capture.ConnSpan {
+	var (
+		out   []capture.ConnSpan
+		whole = map[[2]netip.AddrPort]int{} // its span in out
+	)
+	for _, sp := range spans {
+		start, ok := t.dec.DecryptedSince(sp.A, sp.B)
+		if !ok {
+			out = append(out, sp)
+			continue
+		}
+		k := pairKey(sp.A, sp.B)
+		i, seen := whole[k]
+		if !seen {
+			whole[k] = len(out)
+			out = append(out, capture.ConnSpan{A: sp.A, B: sp.B, From: start, To: sp.To})
+			continue
+		}
+		if w := &out[i]; !w.To.IsZero() && (sp.To.IsZero() || sp.To.After(w.To)) {
+			w.To = sp.To
+		}
+	}
+	return out
+}
+
 // keysOf is the key log of the TLS connections spans select that were
 // decrypted: exactly their secrets, each line once, for an evidence file
 // that opens decrypted with no other file. Nil when none was.

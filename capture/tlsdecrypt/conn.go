@@ -325,7 +325,9 @@ const (
 
 // classify looks at the first bytes of a connection. A Kafka frame starts
 // with its int32 size, so its first byte is 0 for any frame under 16 MiB;
-// a TLS record starts 0x14-0x17 0x03 0x01-0x04.
+// a TLS record starts 0x14-0x17 0x03 0x01-0x04. Any other first bytes,
+// a record type without a version after it too, may be from inside a
+// record: two chained record headers in them make them MidStream.
 func classify(p []byte) verdict {
 	if len(p) == 0 {
 		return needMore
@@ -338,7 +340,7 @@ func classify(p []byte) verdict {
 			return needMore
 		}
 		if p[1] != 3 || p[2] < 1 || p[2] > 4 {
-			return isPlain
+			break // not a record header: ciphertext, maybe
 		}
 		if p[0] != typeHandshake {
 			return isMid
@@ -386,7 +388,9 @@ func (c *conn) sniffData(fromA bool, data []byte, ts time.Time) bool {
 		// The first bytes; a tlsState keeps them if too few to tell.
 		switch classify(data) {
 		case isPlain:
-			if data[0] != 0 && !chainedRecords(data) && len(data) < maxHold {
+			// Odd first bytes (classify found no chained records in them)
+			// are held until the other side or more bytes tell.
+			if data[0] != 0 && len(data) < maxHold {
 				c.mode, c.sniffDir = modeHold, fromA
 				c.state().held = append(make([]byte, 0, maxHold), data...)
 				return true
@@ -426,14 +430,12 @@ func (c *conn) sniffData(fromA bool, data []byte, ts time.Time) bool {
 	case needMore:
 		return true
 	case isPlain:
-		c.toPlain()
-		if !c.inner.Data(fromA, p, ts) {
-			return false
-		}
-		if took == len(data) {
-			return true
-		}
-		return c.inner.Data(fromA, data[took:], ts)
+		// A record type without a TLS version after it: odd first bytes,
+		// held as when they come in one call (never 0: only a record
+		// type is too few bytes to tell).
+		c.mode, s.held = modeHold, append(make([]byte, 0, maxHold), p...)
+		s.sniffN = 0
+		return c.holdData(fromA, data[took:], ts)
 	case isHello:
 		c.startTLS(fromA, ts)
 		s.sniffN = 0
@@ -818,7 +820,7 @@ func (c *conn) stopBoth(ts time.Time) {
 func (c *conn) lookupKeys() bool {
 	c.lastGen = c.d.keys.Gen()
 	sec, _ := c.d.keys.lookup(c.ch.random)
-	ref := keyRef{random: c.ch.random}
+	ref := keyRef{random: c.ch.random, start: c.start}
 	cl, sv := idx(c.clientIsA), idx(!c.clientIsA)
 	if c.sh.version == tls.VersionTLS13 {
 		if sec[kindClientHS] == nil || sec[kindServerHS] == nil || sec[kindClientApp] == nil || sec[kindServerApp] == nil {

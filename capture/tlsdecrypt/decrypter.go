@@ -180,7 +180,8 @@ type Decrypter struct {
 // keyRef names the secrets that decrypt one connection.
 type keyRef struct {
 	random [32]byte
-	master []byte // set when the master secret came from an earlier session
+	master []byte    // set when the master secret came from an earlier session
+	start  time.Time // the connection's first packet
 }
 
 // New returns a Decrypter taking secrets from keys (nil: no keys; TLS
@@ -315,6 +316,26 @@ func (d *Decrypter) KeyLines(client, broker netip.AddrPort) []string {
 		return []string{"CLIENT_RANDOM " + hex.EncodeToString(ref.random[:]) + " " + hex.EncodeToString(ref.master)}
 	}
 	return d.keys.linesFor(ref.random)
+}
+
+// DecryptedSince reports whether the connection between client and broker
+// (either order) was decrypted, and when its first packet came. A file
+// that is to be decrypted again must hold every record of the connection
+// from that packet on: the handshake gives the keys, and each record's
+// nonce (TLS 1.3) or MAC (TLS 1.2) counts the records before it, so that
+// a stretch of records left out cannot be stepped over beyond
+// Options.MaxGapRecords.
+func (d *Decrypter) DecryptedSince(client, broker netip.AddrPort) (time.Time, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ref, ok := d.keyConns[[2]netip.AddrPort{client, broker}]
+	if !ok {
+		ref, ok = d.keyConns[[2]netip.AddrPort{broker, client}]
+	}
+	if !ok || ref.random == ([32]byte{}) && ref.master == nil {
+		return time.Time{}, false
+	}
+	return ref.start, true
 }
 
 // register lists a new TLS connection and counts it.

@@ -92,9 +92,10 @@ func TestPlainLetsGo(t *testing.T) {
 		name string
 		feed func(st capture.Stream)
 	}{
-		{"sniffed-then-plain", func(st capture.Stream) {
+		{"sniffed-then-held-then-other-side", func(st capture.Stream) {
 			st.Data(true, []byte{0x16}, ts)
 			st.Data(true, []byte{0x01, 0, 0, 0}, ts)
+			st.Data(false, kafkaResp, ts)
 		}},
 		{"sniffed-then-other-side", func(st capture.Stream) {
 			st.Data(true, []byte{0x16, 0x03}, ts)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopacket/gopacket/pcapgo"
+
 	"github.com/kdupcap/kdupcap/capture"
 	"github.com/kdupcap/kdupcap/internal/kafkatest"
 	"github.com/kdupcap/kdupcap/internal/testenv"
@@ -330,4 +332,77 @@ func TestTLSCaptureTshark(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTLSEvidenceFromHandshake: --write-dups of a TLS connection whose
+// first re-sent request came long after its handshake (here 2 s: the
+// committed TLS capture with every packet from the first attempt on moved
+// later) holds the connection from its handshake, so that the evidence
+// decrypts again into the same findings. Its spans alone (200 ms around
+// each attempt) would leave the handshake out: nothing decrypts then.
+func TestTLSEvidenceFromHandshake(t *testing.T) {
+	seed := seedPath("kgo-tls13-nonidempotent-timeout.pcapng")
+	first := cliAnalyzeOK(t, seed).Findings
+	if len(first) == 0 {
+		t.Fatal("the committed TLS capture has no finding")
+	}
+	var from time.Time
+	for _, f := range first {
+		for _, a := range f.Attempts {
+			at, err := time.Parse(time.RFC3339Nano, a.Time)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if from.IsZero() || at.Before(from) {
+				from = at
+			}
+		}
+	}
+	src, err := capture.Open(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dir := t.TempDir()
+	pcap := filepath.Join(dir, "late.pcap")
+	f, err := os.Create(pcap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := pcapgo.NewWriter(f)
+	moved := 0
+	for i := 0; ; i++ {
+		p, err := src.Next()
+		if err != nil {
+			break
+		}
+		if i == 0 {
+			if err := w.WriteFileHeader(262144, p.LinkType); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ci := p.CI
+		if !ci.Timestamp.Before(from) {
+			ci.Timestamp = ci.Timestamp.Add(2 * time.Second)
+			moved++
+		}
+		if err := w.WritePacket(ci, p.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if moved == 0 || len(src.Secrets()) != 1 {
+		t.Fatalf("%d packets moved, %d secrets blocks: want some and 1", moved, len(src.Secrets()))
+	}
+	keyPath := filepath.Join(dir, "keys.log")
+	if err := os.WriteFile(keyPath, src.Secrets()[0], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	late := cliAnalyzeOK(t, "--tls-keylog", keyPath, pcap)
+	if len(late.Findings) != len(first) {
+		t.Fatalf("the moved capture has %d findings, want the %d of the committed one", len(late.Findings), len(first))
+	}
+	checkTLSEvidence(t, dir, pcap, keyPath, keys0(t, keyPath), rawLines(late.Findings))
 }
