@@ -152,7 +152,9 @@ type producerEpoch struct {
 const (
 	// hotBudget is how many batches after each failed attempt are
 	// matched: the retry, and the batches a re-batching client (sarama)
-	// spreads the retried records and newer ones over.
+	// spreads the retried records and newer ones over. A fleet's hosts
+	// print as many (fleet.HotBudget; a test holds the two equal, since
+	// importing fleet here would make report depend on kgo).
 	hotBudget = 8
 	// maxHot bounds the hot partitions remembered; beyond it they are
 	// all forgotten (a retry after that is not matched at record level).

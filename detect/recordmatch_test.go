@@ -6,7 +6,18 @@ import (
 	"time"
 
 	"github.com/kdupcap/kdupcap/decode"
+	"github.com/kdupcap/kdupcap/fleet"
 )
+
+// TestHotBudgetIsFleets: a fleet's hosts print as many batches after a
+// failure as record matching matches here (fleet/hot.go); the two
+// constants are one, kept apart only by the import rules (detect importing
+// fleet would bring kgo into report).
+func TestHotBudgetIsFleets(t *testing.T) {
+	if hotBudget != fleet.HotBudget {
+		t.Errorf("detect's hotBudget %d, fleet.HotBudget %d: one budget", hotBudget, fleet.HotBudget)
+	}
+}
 
 // recs is a non-idempotent batch holding the records named by content
 // hashes, at offset deltas 0..n-1; crc tells its bytes apart.

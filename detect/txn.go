@@ -162,16 +162,21 @@ func (d *Detector) EndTxn(x *decode.EndTxn) {
 	d.reviseTxn(p)
 }
 
-// applyTxn sets f.Transaction when f's producer ID is transactional, and
-// says in the reason what its outcome means for consumers.
-func (d *Detector) applyTxn(f *Finding) {
-	p := d.txn.byPID[f.ProducerID]
-	if f.ProducerID < 0 || p == nil || len(f.Attempts) == 0 {
-		return
+// txnOf is the transactional producer of f's batch, nil when it has none
+// (applyTxn then sets no Transaction).
+func (d *Detector) txnOf(f *Finding) *txnProducer {
+	if f.ProducerID < 0 || len(f.Attempts) == 0 {
+		return nil
 	}
-	t := &Transaction{TransactionalID: p.txnID, ProducerID: f.ProducerID, ProducerEpoch: f.ProducerEpoch,
-		Outcome: TxnUnknown, Epochs: append([]int16(nil), p.epochs...),
-		Inits: append([]WireExchange(nil), p.inits...)}
+	return d.txn.byPID[f.ProducerID]
+}
+
+// outcome is how p's transaction that f's batch belongs to ended, as far
+// as the EndTxn and InitProducerId exchanges seen show: with the index in
+// p.ends of the EndTxn that decided it, or in p.fences of the
+// InitProducerId that aborted it (-1 when not that one).
+func (p *txnProducer) outcome(f *Finding) (out TxnOutcome, end, fence int) {
+	out, end = TxnUnknown, -1
 	sent := unixNano(f.Attempts[0].Time)
 	fenced := -1
 	for i, fc := range p.fences {
@@ -180,7 +185,8 @@ func (d *Detector) applyTxn(f *Finding) {
 			break
 		}
 	}
-	var doubt []bool // commit flags of EndTxns whose answer is missing
+	// An EndTxn whose answer is missing asked to commit, or to abort.
+	var doubtCommit, doubtAbort bool
 	for i := range p.ends {
 		e := &p.ends[i]
 		if e.epoch != f.ProducerEpoch || e.time < sent {
@@ -191,31 +197,49 @@ func (d *Detector) applyTxn(f *Finding) {
 		}
 		fenced = -1
 		if !e.responded {
-			doubt = append(doubt, e.commit)
+			doubtCommit = doubtCommit || e.commit
+			doubtAbort = doubtAbort || !e.commit
 			continue
 		}
 		if e.errorCode != 0 {
 			continue // not ended by this request
 		}
-		t.Outcome = TxnAborted
+		out = TxnAborted
 		if e.commit {
-			t.Outcome = TxnCommitted
+			out = TxnCommitted
 		}
-		for _, c := range doubt {
-			if c != e.commit {
-				t.Outcome = TxnUnknown // the unanswered one may have ended it
-			}
+		if e.commit && doubtAbort || !e.commit && doubtCommit {
+			out = TxnUnknown // the unanswered one may have ended it
 		}
-		if t.Outcome != TxnUnknown {
-			ref := e.ref
-			t.End = &ref
+		if out != TxnUnknown {
+			end = i
 		}
 		break
 	}
-	byFence := fenced >= 0 && t.Outcome == TxnUnknown && len(doubt) == 0
-	if byFence {
-		t.Outcome = TxnAborted
+	if fenced >= 0 && out == TxnUnknown && !doubtCommit && !doubtAbort {
+		return TxnAborted, -1, fenced
+	}
+	return out, end, -1
+}
+
+// applyTxn sets f.Transaction when f's producer ID is transactional, and
+// says in the reason what its outcome means for consumers.
+func (d *Detector) applyTxn(f *Finding) {
+	p := d.txnOf(f)
+	if p == nil {
+		return
+	}
+	out, end, fenced := p.outcome(f)
+	t := &Transaction{TransactionalID: p.txnID, ProducerID: f.ProducerID, ProducerEpoch: f.ProducerEpoch,
+		Outcome: out, Epochs: append([]int16(nil), p.epochs...),
+		Inits: append([]WireExchange(nil), p.inits...)}
+	byFence := fenced >= 0
+	switch {
+	case byFence:
 		ref := p.fences[fenced].ref
+		t.End = &ref
+	case end >= 0:
+		ref := p.ends[end].ref
 		t.End = &ref
 	}
 	f.Transaction = t
@@ -316,19 +340,27 @@ func (d *Detector) reviseTxn(p *txnProducer) {
 	}
 	kept := p.pending[:0]
 	var due []Finding
-	for _, e := range p.pending {
-		f := e.f
-		d.applyTxn(&f)
-		if f.Transaction != nil && f.Transaction.Outcome == TxnUnknown && d.newest-e.at <= d.window {
-			kept = append(kept, e)
+	for i := range p.pending {
+		// Only the outcome decides whether a finding is kept: the
+		// Transaction and reason are built for those reported again.
+		e := &p.pending[i]
+		tp := d.txnOf(&e.f)
+		out := TxnUnknown
+		if tp != nil {
+			out, _, _ = tp.outcome(&e.f)
+		}
+		if tp != nil && out == TxnUnknown && d.newest-e.at <= d.window {
+			kept = append(kept, *e)
 			continue
 		}
 		d.txn.pendingN--
-		if f.Transaction == nil || f.Transaction.Outcome == TxnUnknown {
+		if out == TxnUnknown {
 			continue // too old
 		}
+		f := e.f
+		d.applyTxn(&f)
 		f.Revision = e.f.Revision + 1
-		d.continueRevision(&e, &f)
+		d.continueRevision(e, &f)
 		due = append(due, f)
 	}
 	clear(p.pending[len(kept):])

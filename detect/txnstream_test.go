@@ -1,7 +1,10 @@
 package detect
 
 import (
+	"math/rand/v2"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/kdupcap/kdupcap/decode"
 )
@@ -74,4 +77,84 @@ func TestTxnOutcomeStreamed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reviseByApply is what reviseTxn did before it decided by the outcome
+// alone: applyTxn on a copy of every finding kept, kept again while its
+// outcome is unknown and its window not past.
+func reviseByApply(d *Detector, p *txnProducer) (kept []txnPending, due []Finding, pendingN int) {
+	pendingN = d.txn.pendingN
+	for _, e := range p.pending {
+		f := e.f
+		d.applyTxn(&f)
+		if f.Transaction != nil && f.Transaction.Outcome == TxnUnknown && d.newest-e.at <= d.window {
+			kept = append(kept, e)
+			continue
+		}
+		pendingN--
+		if f.Transaction == nil || f.Transaction.Outcome == TxnUnknown {
+			continue
+		}
+		f.Revision = e.f.Revision + 1
+		due = append(due, f)
+	}
+	return kept, due, pendingN
+}
+
+// TestReviseTxnByOutcome: reviseTxn, which builds a Transaction only for
+// the findings it reports again, keeps, drops and reports the same
+// findings as applying the whole transaction to each (reviseByApply), over
+// random EndTxn and InitProducerId histories: answered or not, refused,
+// committing or aborting, of several epochs, fences before and after.
+func TestReviseTxnByOutcome(t *testing.T) {
+	const window = 100 * time.Millisecond
+	// state builds the same Detector and producer from seed each time.
+	state := func(seed uint64, out *[]Finding) (*Detector, *txnProducer) {
+		r := rand.New(rand.NewPCG(seed, 1))
+		d := New(Options{Streaming: true, Window: window, OnFinding: func(f Finding) { *out = append(*out, f) }})
+		d.newest = unixNano(ms(200))
+		p := &txnProducer{txnID: "tx", epochs: []int16{0, 1}, inits: []WireExchange{{ConnID: 1}, {ConnID: 2}}}
+		d.txn.byPID = map[int64]*txnProducer{7: p}
+		for i := range r.IntN(4) {
+			p.fences = append(p.fences, txnFence{time: unixNano(ms(float64(r.IntN(200)))), epoch: int16(r.IntN(3)),
+				ref: WireExchange{ConnID: uint64(10 + i)}})
+		}
+		for i := range r.IntN(6) {
+			p.ends = append(p.ends, txnEnd{time: unixNano(ms(float64(r.IntN(200)))), epoch: int16(r.IntN(3)),
+				commit: r.IntN(2) == 0, responded: r.IntN(3) != 0, errorCode: int16(r.IntN(4) / 3 * 48),
+				ref: WireExchange{ConnID: uint64(20 + i)}})
+		}
+		for i := range 1 + r.IntN(6) {
+			f := Finding{ID: uint64(i + 1), ProducerID: 7, ProducerEpoch: int16(r.IntN(3)), Revision: r.IntN(3),
+				Verdict: []Verdict{Duplicated, Deduplicated}[r.IntN(2)], Reason: "re-sent"}
+			if r.IntN(8) != 0 {
+				f.Attempts = []Attempt{{Time: ms(float64(r.IntN(200)))}}
+			}
+			p.pending = append(p.pending, txnPending{f: f, at: unixNano(ms(float64(r.IntN(200)))), slot: -1, dup: -1})
+		}
+		d.txn.pendingN = len(p.pending)
+		return d, p
+	}
+	var decided, kept, dropped int
+	for seed := range uint64(2000) {
+		var ignored, got []Finding
+		ref, rp := state(seed, &ignored)
+		wantKept, want, wantN := reviseByApply(ref, rp)
+		d, p := state(seed, &got)
+		d.reviseTxn(p)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d: reported %+v\nwant %+v", seed, got, want)
+		}
+		if len(p.pending) != len(wantKept) || (len(wantKept) > 0 && !reflect.DeepEqual(p.pending, wantKept)) || d.txn.pendingN != wantN {
+			t.Fatalf("seed %d: kept %+v (%d), want %+v (%d)", seed, p.pending, d.txn.pendingN, wantKept, wantN)
+		}
+		decided += len(want)
+		kept += len(wantKept)
+		dropped += len(rp.pending) - len(wantKept) - len(want)
+	}
+	// Every way out taken, or the comparison proves little.
+	if decided == 0 || kept == 0 || dropped == 0 {
+		t.Errorf("%d findings reported again, %d kept, %d dropped: want some of each", decided, kept, dropped)
+	}
+	t.Logf("%d findings reported again, %d kept, %d dropped", decided, kept, dropped)
 }

@@ -225,6 +225,3 @@ func (d *Decoder) HostOf(id uint64) string {
 	}
 	return ""
 }
-
-// Conns is how many connections the Decoder remembers.
-func (d *Decoder) Conns() int { return len(d.conns) }

@@ -286,13 +286,6 @@ func (c *Consumer) Stats() ConsumerStats {
 	return s
 }
 
-// Held is how many records the merge holds.
-func (c *Consumer) Held() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.merger.Held()
-}
-
 // Close commits what is safe, leaves the group (its partitions go to the
 // other members) and closes the client.
 func (c *Consumer) Close(ctx context.Context) {

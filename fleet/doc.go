@@ -64,7 +64,7 @@
 //   - txn.go: the transaction records: AppendEndTxn,
 //     AppendInitProducerID, Encoder.EndTxn and InitProducerID.
 //   - hot.go: which batches carry their record prints: PrintMode,
-//     PauseGap.
+//     PauseGap, HotBudget.
 //   - encoder.go: Encoder, Key: a capture's events as records, in order.
 //   - conns.go: Decoder and Event: records back to decode's types, the
 //     connections of all hosts numbered apart, HostOf.

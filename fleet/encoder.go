@@ -48,6 +48,7 @@ type Encoder struct {
 // encConn is what an Encoder remembers of a connection.
 type encConn struct {
 	key      []byte // its records' key, once an attempt named its client.id
+	keyID    string // the client.id in key
 	detailAt int64  // when its details last went out, Unix ns; 0: never
 	end      *decode.ConnEnd
 	ended    bool
@@ -73,6 +74,14 @@ func appendKey(dst []byte, client netip.AddrPort, clientID *string) []byte {
 		dst = append(dst, *clientID...)
 	}
 	return dst
+}
+
+// idOf is the client.id a key holds: "" for a null one, as in Key.
+func idOf(clientID *string) string {
+	if clientID == nil {
+		return ""
+	}
+	return *clientID
 }
 
 // Emit receives one record: key and value are the Encoder's, valid
@@ -113,7 +122,7 @@ func (e *Encoder) Exchange(x *decode.Exchange, emit Emit) {
 	}
 	ec := e.conn(x.Conn)
 	if ec.key == nil {
-		ec.key = appendKey(nil, x.Conn.Client, x.ClientID)
+		ec.key, ec.keyID = appendKey(nil, x.Conn.Client, x.ClientID), idOf(x.ClientID)
 	}
 	t := x.RequestTime
 	if x.Responded && x.ResponseTime.After(t) {
@@ -142,8 +151,15 @@ func (e *Encoder) Exchange(x *decode.Exchange, emit Emit) {
 		e.full = append(e.full, full)
 	}
 	e.buf = AppendAttempt(e.buf[:0], h, x, details, func(i int) bool { return e.full[i] })
-	e.key = appendKey(e.key[:0], x.Conn.Client, x.ClientID)
-	emit(e.key, e.buf)
+	key := ec.key
+	if ec.keyID != idOf(x.ClientID) {
+		// client.id is per request: an attempt whose client.id is not
+		// the one of the connection's key is keyed by its own, so that
+		// it lands with its producer's other attempts.
+		e.key = appendKey(e.key[:0], x.Conn.Client, x.ClientID)
+		key = e.key
+	}
+	emit(key, e.buf)
 	if ec.end != nil {
 		end := *ec.end
 		ec.end = nil

@@ -20,8 +20,8 @@ import (
 //
 //   - its attempt failed or went unanswered, or its producer ID or epoch
 //     changed (an epoch bump re-sends records under another one);
-//   - it is among the hotBudget batches after such an attempt;
-//   - it is among the hotBudget batches after a pause of PauseGap or more
+//   - it is among the HotBudget batches after such an attempt;
+//   - it is among the HotBudget batches after a pause of PauseGap or more
 //     since this host last saw the partition from that client: the new
 //     leader's first batches, where a retry from another host lands.
 //
@@ -46,9 +46,13 @@ const (
 	// PauseGap is the pause after which a client's partition seen again
 	// on a host is taken as having moved there.
 	PauseGap = 100e6 // ns
-	// hotBudget is how many batches after a failure or a pause carry
-	// their prints (detect's own budget).
-	hotBudget = 8
+	// HotBudget is how many batches after a failure or a pause carry
+	// their prints: as many as detect matches after each failed attempt
+	// (hotBudget in detect/recordmatch.go, which a detect test holds
+	// equal to this one). Neither package can take the other's: fleet
+	// must never import detect, and detect importing fleet would bring
+	// kgo into report, which must never depend on it.
+	HotBudget = 8
 	// maxHot bounds the partitions tracked; beyond it all are forgotten,
 	// and the next batch of each counts as after a pause.
 	maxHot = 1 << 16
@@ -84,10 +88,10 @@ func (h *hotTracker) want(x *decode.Exchange, b *decode.Batch) bool {
 	want := false
 	switch {
 	case failed || bumped:
-		st.budget = min(st.budget+hotBudget, 1<<20)
+		st.budget = min(st.budget+HotBudget, 1<<20)
 		want = true
 	case paused:
-		st.budget = hotBudget - 1
+		st.budget = HotBudget - 1
 		want = true
 	case st.budget > 0:
 		st.budget--
@@ -99,7 +103,10 @@ func (h *hotTracker) want(x *decode.Exchange, b *decode.Batch) bool {
 	return want
 }
 
-// key digests the client (IP and client.id) and partition of b.
+// key digests the client (IP and client.id) and partition of b: its topic
+// ID when it has one (Produce v13), its name otherwise, as detect's
+// partitionKey does, so that a v13 batch keeps its key once decode learns
+// its topic's name from a Metadata response.
 func (h *hotTracker) key(x *decode.Exchange, b *decode.Batch) uint64 {
 	var d maphash.Hash
 	d.SetSeed(h.seed)
@@ -112,8 +119,11 @@ func (h *hotTracker) key(x *decode.Exchange, b *decode.Batch) uint64 {
 		d.WriteString(*x.ClientID)
 	}
 	d.WriteByte(0)
-	d.WriteString(b.Topic)
-	d.Write(b.TopicID[:])
+	if b.TopicID != ([16]byte{}) {
+		d.Write(b.TopicID[:])
+	} else {
+		d.WriteString(b.Topic)
+	}
 	var p [4]byte
 	binary.LittleEndian.PutUint32(p[:], uint32(b.Partition))
 	d.Write(p[:])

@@ -37,9 +37,8 @@ type MergeOptions struct {
 // HostStats is what a Merger saw of one host.
 type HostStats struct {
 	Host string
-	// Attempts, ConnEnds and Txns (EndTxn and InitProducerId) count its
-	// records released.
-	Attempts, ConnEnds, Txns int64
+	// Attempts and ConnEnds count its records released.
+	Attempts, ConnEnds int64
 	// Late counts its records that came after their time was released,
 	// MaxLate by how much the latest was.
 	Late    int64
@@ -81,7 +80,6 @@ func (h *eventHeap) Pop() any {
 // watermark is one stream's: a host's run on one partition.
 type watermark struct {
 	stream streamKey
-	host   string
 	part   int32
 	at     int64
 }
@@ -146,7 +144,7 @@ func (m *Merger) Add(ev Event, part int32) {
 		}
 		i = int32(len(m.wm))
 		m.wmIdx[k] = i
-		m.wm = append(m.wm, watermark{stream: k.stream, host: ev.Host, part: part, at: at})
+		m.wm = append(m.wm, watermark{stream: k.stream, part: part, at: at})
 	}
 	w := &m.wm[i]
 	w.at = max(w.at, at)
@@ -201,8 +199,6 @@ func (m *Merger) Release(out []Event, all bool) []Event {
 			hs.Attempts++
 		case KindConnEnd:
 			hs.ConnEnds++
-		default:
-			hs.Txns++
 		}
 		m.released = max(m.released, e.at)
 		out = append(out, e.ev)
@@ -217,7 +213,7 @@ func (m *Merger) Release(out []Event, all bool) []Event {
 func (m *Merger) lags() {
 	for _, w := range m.wm {
 		if lag := time.Duration(m.newest - w.at); lag > 0 {
-			hs := m.host(w.host)
+			hs := m.host(w.stream.host)
 			hs.MaxLag = max(hs.MaxLag, lag)
 		}
 	}
@@ -242,14 +238,6 @@ func (m *Merger) Drop(part int32) {
 
 // Held is how many records the Merger holds.
 func (m *Merger) Held() int { return m.h.Len() }
-
-// Released is the capture time released so far (zero before any).
-func (m *Merger) Released() time.Time {
-	if m.released == math.MinInt64 {
-		return time.Time{}
-	}
-	return time.Unix(0, m.released)
-}
 
 // Hosts returns what the Merger saw of each host, by name.
 func (m *Merger) Hosts() []HostStats {

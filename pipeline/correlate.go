@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
-	"slices"
 	"time"
 
 	"github.com/zeebo/xxh3"
@@ -189,14 +188,10 @@ func (c *Correlate) Finish() {
 // finding is detect's OnFinding: the finding's hosts, scope and stable
 // ID, then the profiles and OnFinding.
 func (c *Correlate) finding(f detect.Finding) {
-	var hosts []string
 	for i := range f.Attempts {
-		a := &f.Attempts[i]
-		a.Host = c.src.HostOf(a.ConnID)
-		if a.Host != "" && !slices.Contains(hosts, a.Host) {
-			hosts = append(hosts, a.Host)
-		}
+		f.Attempts[i].Host = c.src.HostOf(f.Attempts[i].ConnID)
 	}
+	hosts := report.AttemptHosts(&f)
 	if len(hosts) > 1 {
 		f.Scope = detect.ScopeFleet
 	}

@@ -22,9 +22,10 @@
 //
 // # Files
 //
-//   - producer.go: Producer, BrokerLatency, CauseCount, ErrorCount, Options
-//     and the Profiler: Produce, which reads the settings, counts and
-//     latency off each exchange, and Producers, which builds the profiles.
+//   - producer.go: Producer, BrokerLatency, CauseCount, ErrorCount, Options,
+//     ProducerKey and KeyOf, and the Profiler: Produce, which reads the
+//     settings, counts and latency off each exchange, and Producers, which
+//     builds the profiles.
 //   - tally.go: Finding, which tallies each producer's re-sends by cause
 //     (with the times of the connection ends they followed), verdict, most
 //     copies and changes of epoch or producer ID, keeping each revisable

@@ -212,12 +212,16 @@ type Options struct {
 	TimelineBuckets int
 }
 
-// producerKey identifies a producer.
-type producerKey struct {
-	ip         netip.Addr
-	clientID   string
-	nullID     bool
-	producerID int64
+// ProducerKey identifies a producer: its client's IP address, client.id
+// and producer ID (-1 when it has none), as a Profiler profiles one
+// producer per key. It is comparable: other packages that count per
+// producer (package report's headline) key their maps by it.
+type ProducerKey struct {
+	ClientIP netip.Addr
+	// ClientID is the client.id; NullClientID tells a null one from "".
+	ClientID     string
+	NullClientID bool
+	ProducerID   int64
 }
 
 // producerState is what a Profiler keeps of one producer: a fixed set of
@@ -250,7 +254,7 @@ type producerState struct {
 // safe for concurrent use.
 type Profiler struct {
 	max     int
-	m       map[producerKey]*producerState
+	m       map[ProducerKey]*producerState
 	omitted int64
 
 	// Findings still revisable (tally.go), by Finding.ID, and the
@@ -276,7 +280,7 @@ func New(opts Options) *Profiler {
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = DefaultMaxPending
 	}
-	return &Profiler{max: opts.MaxProducers, m: make(map[producerKey]*producerState),
+	return &Profiler{max: opts.MaxProducers, m: make(map[ProducerKey]*producerState),
 		revisable: int64(max(opts.Revisable, 0)), maxPending: opts.MaxPending,
 		pending: make(map[uint64]pendingFinding), newest: math.MinInt64,
 		tl: NewTimeline(opts.TimelineBuckets)}
@@ -289,11 +293,12 @@ func (pr *Profiler) Timeline() *Timeline { return pr.tl.Clone() }
 // Omitted counts the exchanges of producers beyond MaxProducers.
 func (pr *Profiler) Omitted() int64 { return pr.omitted }
 
-// keyOf is the producer of an exchange.
-func keyOf(ip netip.Addr, clientID *string, producerID int64) producerKey {
-	k := producerKey{ip: ip, producerID: producerID, nullID: clientID == nil}
+// KeyOf is the key of the producer at ip with clientID (nil when null)
+// and producerID: that of an exchange, a finding or a Producer.
+func KeyOf(ip netip.Addr, clientID *string, producerID int64) ProducerKey {
+	k := ProducerKey{ClientIP: ip, ProducerID: producerID, NullClientID: clientID == nil}
 	if clientID != nil {
-		k.clientID = *clientID
+		k.ClientID = *clientID
 	}
 	return k
 }
@@ -315,7 +320,7 @@ func (pr *Profiler) Produce(x *decode.Exchange) {
 	if len(x.Batches) > 0 {
 		pid = x.Batches[0].ProducerID
 	}
-	k := keyOf(ip, x.ClientID, pid)
+	k := KeyOf(ip, x.ClientID, pid)
 	s := pr.m[k]
 	if s == nil {
 		if len(pr.m) >= pr.max {

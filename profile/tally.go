@@ -104,7 +104,7 @@ func (pr *Profiler) share(f *detect.Finding) (pendingFinding, bool) {
 	if f.Kind == detect.KindRecordDuplicate {
 		return c, false // the application's doing, not a re-send
 	}
-	c.prod = pr.m[keyOf(f.Client.Addr(), f.ClientID, f.ProducerID)]
+	c.prod = pr.m[KeyOf(f.Client.Addr(), f.ClientID, f.ProducerID)]
 	if c.prod == nil {
 		return c, false
 	}

@@ -16,13 +16,13 @@ import (
 // equal; the rest of a profile is Producers' own (producerState.profile),
 // and so are the sends known retried, which Finding notes as it comes.
 func legacyProducers(pr *Profiler, findings []detect.Finding) []Producer {
-	acc := map[producerKey]*tally{}
+	acc := map[ProducerKey]*tally{}
 	for i := range findings {
 		f := &findings[i]
 		if f.Kind == detect.KindRecordDuplicate {
 			continue
 		}
-		k := keyOf(f.Client.Addr(), f.ClientID, f.ProducerID)
+		k := KeyOf(f.Client.Addr(), f.ClientID, f.ProducerID)
 		if pr.m[k] == nil {
 			continue
 		}

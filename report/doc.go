@@ -47,10 +47,10 @@
 // # Files
 //
 //   - writer.go: the Writer interface, Options (--verdict, --all, width),
-//     Harmful, ParseVerdicts, the records counted twice, TopicName and the
-//     order of verdicts.
+//     Harmful, ParseVerdicts, the records counted twice, TopicName,
+//     MillisText and the order of verdicts.
 //   - table.go: NewTable and NewTableWith, the human tables of findings and
-//     summary, the headline that opens them; Printable.
+//     summary, the headline that opens them; Printable and ClientIDText.
 //   - headline.go: Headline, the table's headline and counts of records
 //     for writers of other formats (report/html).
 //   - tables.go: the tablewriter tables kept and reset for each finding,
@@ -58,7 +58,8 @@
 //   - lines.go: NewLines, one line per finding for a live run.
 //   - json.go: NewJSON and LineEncoder, the JSON Lines objects.
 //   - proof.go: a finding's proof, fetched offsets and transaction in JSON.
-//   - records.go: a finding's records, in a table and in JSON.
+//   - records.go: a finding's records, in a table and in JSON;
+//     PrintableBytes and KindOf.
 //   - producer.go: ProducerWriter, the producer profiles in each format.
 //   - summary.go: Summary, Connection and TopicCount, the run's counts;
 //     FailedInput and NothingToJudge, and the status the summary starts

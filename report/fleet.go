@@ -13,9 +13,11 @@ import (
 // of each host (FleetSummary), and what a capture published of its
 // attempts (AttemptsSummary).
 
-// attemptHosts returns the distinct hosts of f's attempts, in order of
-// first attempt; none for a finding of one capture.
-func attemptHosts(f *detect.Finding) []string {
+// AttemptHosts returns the distinct hosts of f's attempts (Printable), in
+// order of first attempt; none for a finding of one capture. A correlation
+// (pipeline) counts them for the finding's scope, the table and lines show
+// them.
+func AttemptHosts(f *detect.Finding) []string {
 	var hosts []string
 	for i := range f.Attempts {
 		if h := f.Attempts[i].Host; h != "" && !slices.Contains(hosts, Printable(h)) {

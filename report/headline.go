@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"io"
 
 	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/profile"
@@ -11,7 +10,12 @@ import (
 // Headline counts findings as the table writer does and gives the
 // headline that opens the table, for writers of other formats (package
 // report/html): the same words and numbers from the same counting.
-type Headline struct{ t *tableWriter }
+type Headline struct {
+	seen   int
+	counts tally
+	// producers is what the headline says of each producer profiled.
+	producers map[profile.ProducerKey]producerNote
+}
 
 // HeldCounts is what the findings counted say of the records: the JSON
 // summary's duplicated_records, extra_copies and
@@ -21,28 +25,28 @@ type HeldCounts struct {
 }
 
 // NewHeadline returns an empty Headline.
-func NewHeadline() *Headline { return &Headline{newTableWriter(io.Discard, Options{}, false)} }
+func NewHeadline() *Headline { return &Headline{} }
 
 // Finding counts f; it keeps nothing of it but the counts (bounded as the
 // table's are).
 func (h *Headline) Finding(f *detect.Finding) {
-	h.t.seen++
-	h.t.counts.add(f)
+	h.seen++
+	h.counts.add(f)
 }
 
 // Producers notes each producer's software and fix for the headline.
-func (h *Headline) Producers(ps []profile.Producer) { h.t.noteProducers(ps) }
+func (h *Headline) Producers(ps []profile.Producer) { h.producers = noteProducers(h.producers, ps) }
 
 // Text is the headline, lines ending in "\n"; "" when no finding was
 // counted.
 func (h *Headline) Text(s *Summary) string {
 	var b bytes.Buffer
-	h.t.headline(&b, s)
+	writeHeadline(&b, s, h.seen, &h.counts, h.producers)
 	return b.String()
 }
 
 // Held is the counts of records of the findings counted.
 func (h *Headline) Held() HeldCounts {
-	c := h.t.counts.total
+	c := h.counts.total
 	return HeldCounts{Duplicated: c.Duplicated, ExtraCopies: c.Extra, Possibly: c.Possibly}
 }

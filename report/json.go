@@ -285,7 +285,7 @@ func (w *jsonWriter) Summary(s Summary) error {
 
 func toJSONFinding(f *detect.Finding) jsonFinding {
 	j := jsonFinding{
-		Type:            string(kindOf(f)),
+		Type:            string(KindOf(f)),
 		Revision:        f.Revision,
 		ID:              f.StableID,
 		AttemptsOmitted: f.AttemptsOmitted,
@@ -309,7 +309,7 @@ func toJSONFinding(f *detect.Finding) jsonFinding {
 		Reason:          f.Reason,
 		AppendedOffsets: append([]int64{}, f.AppendedOffsets...),
 		Attempts:        make([]jsonAttempt, len(f.Attempts)),
-		Records:         toJSONRecords(f.Records, kindOf(f) != detect.KindBatch),
+		Records:         toJSONRecords(f.Records, KindOf(f) != detect.KindBatch),
 		BatchRelation:   string(f.BatchRelation),
 		RecordsOmitted:  f.RecordsOmitted,
 		ProducerChange:  string(f.ProducerChange),

@@ -69,7 +69,7 @@ func (l *linesWriter) Finding(f detect.Finding) error {
 	if spans {
 		across = " connections " + strings.Join(conns, ", ")
 	}
-	if hosts := attemptHosts(&f); len(hosts) > 0 {
+	if hosts := AttemptHosts(&f); len(hosts) > 0 {
 		across += " hosts " + strings.Join(hosts, ", ")
 	}
 	offs := make([]string, len(f.AppendedOffsets))
@@ -77,7 +77,7 @@ func (l *linesWriter) Finding(f detect.Finding) error {
 		offs[i] = itoa(o)
 	}
 	verdict := strings.ToUpper(string(f.Verdict))
-	if k := kindOf(&f); k != detect.KindBatch {
+	if k := KindOf(&f); k != detect.KindBatch {
 		// A record-level finding: its kind, and how many records.
 		verdict += " " + strings.ToUpper(string(k)) + " " + plural(int64(f.NumRecords), "record") + " " + string(f.BatchRelation)
 	}
@@ -86,7 +86,7 @@ func (l *linesWriter) Finding(f detect.Finding) error {
 	}
 	fmt.Fprintf(b, "%s %s %s/%d %s -> %s client.id %s pid %d crc %s attempts %s%s offsets %s: %s\n",
 		when, verdict, Printable(TopicName(&f)), f.Partition,
-		f.Client, f.Broker, clientIDText(f.ClientID), f.ProducerID, formatCRC(f.BatchCRC),
+		f.Client, f.Broker, ClientIDText(f.ClientID), f.ProducerID, formatCRC(f.BatchCRC),
 		orDash(strings.Join(ids, ",")), across, orDash(strings.Join(offs, ",")), Printable(f.Reason))
 	if _, err := l.w.Write(b.Bytes()); err != nil {
 		return fmt.Errorf("report: writing finding %d: %w", l.n, err)

@@ -223,7 +223,7 @@ func (t *tableWriter) Producers(ps []profile.Producer) error {
 		if p.SoftwareName != "" {
 			software = Printable(profile.SoftwareText(p))
 		}
-		fmt.Fprintf(b, "P%d %s  client.id %s  %s  producer id %d\n", i+1, p.ClientIP, clientIDText(p.ClientID), software, p.ProducerID)
+		fmt.Fprintf(b, "P%d %s  client.id %s  %s  producer id %d\n", i+1, p.ClientIP, ClientIDText(p.ClientID), software, p.ProducerID)
 		if g := profile.GuessText(p); g != "" {
 			fmt.Fprintf(b, "   client    %s\n", Printable(g))
 		}
@@ -251,10 +251,10 @@ func (t *tableWriter) Producers(ps []profile.Producer) error {
 			tbl := t.tables.get(left, right, right, right, right, right, right, right)
 			tbl.Header("BROKER", "ANSWERED", "P50 MS", "P99 MS", "MAX MS", "NO ERROR", "P50 MS", "P99 MS")
 			for _, l := range p.Latency {
-				row := []string{l.Broker.String(), itoa(l.Answered), millisText(l.P50Millis), millisText(l.P99Millis),
-					millisText(l.MaxMillis), itoa(l.Succeeded), "-", "-"}
+				row := []string{l.Broker.String(), itoa(l.Answered), MillisText(l.P50Millis), MillisText(l.P99Millis),
+					MillisText(l.MaxMillis), itoa(l.Succeeded), "-", "-"}
 				if l.Succeeded > 0 {
-					row[6], row[7] = millisText(l.SucceededP50Millis), millisText(l.SucceededP99Millis)
+					row[6], row[7] = MillisText(l.SucceededP50Millis), MillisText(l.SucceededP99Millis)
 				}
 				if err := tbl.Append(row); err != nil {
 					return fmt.Errorf("report: producer %d: %w", i+1, err)

@@ -28,9 +28,11 @@ func recordTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format(recordTimeLayout)
 }
 
-// bytesText shows record bytes safely: "(null)" for null, printable text
-// as is, anything else quoted Go-style; a cut value says its full length.
-func bytesText(b []byte, full int) string {
+// PrintableBytes is a record's key, value or header value as every text
+// output shows it: "(null)" when full (its length on the wire) is
+// negative, else b through Printable; b cut shorter than full says the
+// full length, "... (N bytes)".
+func PrintableBytes(b []byte, full int) string {
 	if full < 0 {
 		return "(null)"
 	}
@@ -52,7 +54,7 @@ func writeRecords(ts *tables, f *detect.Finding) error {
 		if r.Offset >= 0 {
 			off = itoa(r.Offset)
 		}
-		row := []string{off, recordTime(r.TimestampMillis), bytesText(r.Key, r.KeyLen), bytesText(r.Value, r.ValueLen), headersText(r.Headers)}
+		row := []string{off, recordTime(r.TimestampMillis), PrintableBytes(r.Key, r.KeyLen), PrintableBytes(r.Value, r.ValueLen), headersText(r.Headers)}
 		if err := tbl.Append(row); err != nil {
 			return err
 		}
@@ -60,9 +62,9 @@ func writeRecords(ts *tables, f *detect.Finding) error {
 	return tbl.Render()
 }
 
-// kindOf is f's kind; a Finding built by hand without one is a batch
-// finding.
-func kindOf(f *detect.Finding) detect.Kind {
+// KindOf is f's kind; a Finding built by hand without one is a batch
+// finding (detect.KindBatch).
+func KindOf(f *detect.Finding) detect.Kind {
 	if f.Kind == "" {
 		return detect.KindBatch
 	}
@@ -110,7 +112,7 @@ func writeRecordCopies(ts *tables, f *detect.Finding) error {
 		row := []string{strings.Join(copies, ", ")}
 		switch {
 		case known && r.Known:
-			row = append(row, recordTime(r.TimestampMillis), bytesText(r.Key, r.KeyLen), bytesText(r.Value, r.ValueLen), headersText(r.Headers))
+			row = append(row, recordTime(r.TimestampMillis), PrintableBytes(r.Key, r.KeyLen), PrintableBytes(r.Value, r.ValueLen), headersText(r.Headers))
 		case known:
 			row = append(row, "-", "-", "-", "-")
 		}
@@ -132,7 +134,7 @@ func writeRecordCopies(ts *tables, f *detect.Finding) error {
 func headersText(headers []detect.RecordHeader) string {
 	hs := make([]string, len(headers))
 	for i, h := range headers {
-		hs[i] = Printable(h.Key) + "=" + bytesText(h.Value, h.ValueLen)
+		hs[i] = Printable(h.Key) + "=" + PrintableBytes(h.Value, h.ValueLen)
 	}
 	if len(hs) == 0 {
 		return "-"

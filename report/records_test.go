@@ -9,7 +9,7 @@ import (
 	"github.com/kdupcap/kdupcap/detect"
 )
 
-func TestBytesText(t *testing.T) {
+func TestPrintableBytes(t *testing.T) {
 	tests := []struct {
 		name string
 		b    []byte
@@ -25,7 +25,7 @@ func TestBytesText(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := bytesText(tt.b, tt.full); got != tt.want {
+			if got := PrintableBytes(tt.b, tt.full); got != tt.want {
 				t.Errorf("got %s, want %s", got, tt.want)
 			}
 		})

@@ -49,7 +49,7 @@ type tableOut struct{ *tableWriter }
 // writes the "Producers" section.
 func (t tableOut) Producers(ps []profile.Producer) error {
 	t.endFindings()
-	t.noteProducers(ps)
+	t.producers = noteProducers(t.producers, ps)
 	return t.tableWriter.Producers(ps)
 }
 
@@ -74,7 +74,7 @@ type tableWriter struct {
 	tables   tables       // writing to buf
 	counts   tally
 	// producers is what the headline says of each producer profiled.
-	producers map[producerKey]producerNote
+	producers map[profile.ProducerKey]producerNote
 }
 
 // maxHeldBytes bounds the text of findings printed in full that the table
@@ -116,11 +116,11 @@ func (t *tableWriter) fullFinding(fp *detect.Finding) error {
 	if spans {
 		where = "(connections " + strings.Join(connIDs(&f), ", ") + ": re-sent across connections)"
 	}
-	if hosts := attemptHosts(&f); len(hosts) > 1 {
+	if hosts := AttemptHosts(&f); len(hosts) > 1 {
 		where = "(connections " + strings.Join(connIDs(&f), ", ") + ": re-sent across hosts " + strings.Join(hosts, ", ") + ")"
 	}
 	kind := ""
-	if k := kindOf(&f); k != detect.KindBatch {
+	if k := KindOf(&f); k != detect.KindBatch {
 		kind = " " + strings.ToUpper(string(k))
 	}
 	if f.Cluster != "" {
@@ -128,12 +128,12 @@ func (t *tableWriter) fullFinding(fp *detect.Finding) error {
 	}
 	fmt.Fprintf(b, "#%d %s%s  %s/%d  %s -> %s  client.id %s  %s\n",
 		t.seen, strings.ToUpper(string(f.Verdict)), kind, Printable(TopicName(&f)), f.Partition,
-		f.Client, f.Broker, clientIDText(f.ClientID), where)
+		f.Client, f.Broker, ClientIDText(f.ClientID), where)
 	idem := "not idempotent"
 	if f.Idempotent {
 		idem = "idempotent"
 	}
-	if kindOf(&f) == detect.KindBatch {
+	if KindOf(&f) == detect.KindBatch {
 		fmt.Fprintf(b, "   producer id %d epoch %d sequence %d (%s), %s, crc %s, magic %d, matched by %s, appended at %s\n",
 			f.ProducerID, f.ProducerEpoch, f.FirstSequence, idem, plural(int64(f.NumRecords), "record"), formatCRC(f.BatchCRC),
 			f.Magic, f.Match, offsetsText(f.AppendedOffsets))
@@ -145,7 +145,7 @@ func (t *tableWriter) fullFinding(fp *detect.Finding) error {
 		case detect.ProducerChangeID:
 			how += " under a new producer ID"
 		}
-		if kindOf(&f) == detect.KindRecordDuplicate {
+		if KindOf(&f) == detect.KindRecordDuplicate {
 			how = "produced again, each time answered with success (" + string(f.BatchRelation) + " batches)"
 		}
 		fmt.Fprintf(b, "   %s %s (%s), magic %d, matched by record content, first record appended at %s\n",
@@ -160,7 +160,7 @@ func (t *tableWriter) fullFinding(fp *detect.Finding) error {
 	// first: correlation IDs are per connection.
 	align := []tw.Align{right, left, left, left, right, right}
 	header := []string{"CORR ID", "SENT (UTC)", "CAUSE", "RESPONSE", "BASE OFFSET", "LATENCY MS"}
-	batches := kindOf(&f) != detect.KindBatch
+	batches := KindOf(&f) != detect.KindBatch
 	if batches {
 		align = append(align, left)
 		header = append(header, "BATCH")
@@ -176,17 +176,17 @@ func (t *tableWriter) fullFinding(fp *detect.Finding) error {
 		if r := a.Response; r != nil {
 			row[3] = r.Error + " (" + itoa(r.ErrorCode) + ")"
 			if i+1 < len(f.Attempts) && f.Attempts[i+1].Cause == detect.CauseAnswerLost && a.End != nil {
-				row[3] += "; " + a.End.String() + " " + millisText(msSince(r.Time, a.End.Time)) + " ms later"
+				row[3] += "; " + a.End.String() + " " + MillisText(msSince(r.Time, a.End.Time)) + " ms later"
 			}
 			row[4] = itoa(r.BaseOffset)
-			row[5] = millisText(r.LatencyMillis)
+			row[5] = MillisText(r.LatencyMillis)
 		} else {
 			why := string(a.NoResponse)
 			if why == "" {
 				why = string(detect.NoResponseNotCaptured)
 			}
 			if a.End != nil && a.End.By != "" {
-				why += ": " + a.End.String() + " after " + millisText(msSince(a.Time, a.End.Time)) + " ms"
+				why += ": " + a.End.String() + " after " + MillisText(msSince(a.Time, a.End.Time)) + " ms"
 			}
 			row[3] = "no response (" + why + ")"
 		}
@@ -415,7 +415,9 @@ func Printable(s string) string {
 	return s
 }
 
-func clientIDText(id *string) string {
+// ClientIDText is a client.id as the outputs name a producer by it: quoted
+// Go-style, "(null)" when null.
+func ClientIDText(id *string) string {
 	if id == nil {
 		return "(null)"
 	}
@@ -459,13 +461,13 @@ func causeText(a *detect.Attempt) string {
 	case "":
 		return "first send"
 	case detect.CauseBrokerError:
-		return fmt.Sprintf("%s %s, +%s ms", a.Cause, a.CauseError, millisText(a.GapMillis))
+		return fmt.Sprintf("%s %s, +%s ms", a.Cause, a.CauseError, MillisText(a.GapMillis))
 	}
 	if a.CauseError != "" {
 		// How the earlier attempt's connection ended.
-		return fmt.Sprintf("%s (%s), +%s ms", a.Cause, a.CauseError, millisText(a.GapMillis))
+		return fmt.Sprintf("%s (%s), +%s ms", a.Cause, a.CauseError, MillisText(a.GapMillis))
 	}
-	return fmt.Sprintf("%s, +%s ms", a.Cause, millisText(a.GapMillis))
+	return fmt.Sprintf("%s, +%s ms", a.Cause, MillisText(a.GapMillis))
 }
 
 // findingsText counts the findings by verdict, and says how many are
@@ -492,11 +494,11 @@ func foldList(items []string, width, n int) string {
 // be found again (--all, or --format json, shows it in full).
 func oneLineFinding(b *bytes.Buffer, f *detect.Finding, num int) {
 	kind := ""
-	if k := kindOf(f); k != detect.KindBatch {
+	if k := KindOf(f); k != detect.KindBatch {
 		kind = " " + strings.ToUpper(string(k))
 	}
 	what := plural(int64(f.NumRecords), "record")
-	if kindOf(f) == detect.KindBatch {
+	if KindOf(f) == detect.KindBatch {
 		what += ", crc " + formatCRC(f.BatchCRC)
 	}
 	attempts := plural(int64(len(f.Attempts)+f.AttemptsOmitted), "attempt")
@@ -510,7 +512,7 @@ func oneLineFinding(b *bytes.Buffer, f *detect.Finding, num int) {
 	}
 	fmt.Fprintf(b, "#%d %s%s  %s/%d  %s -> %s  client.id %s  %s, %s, %s\n",
 		num, strings.ToUpper(string(f.Verdict)), kind, Printable(TopicName(f)), f.Partition,
-		f.Client, f.Broker, clientIDText(f.ClientID), what, Printable(attempts), where)
+		f.Client, f.Broker, ClientIDText(f.ClientID), what, Printable(attempts), where)
 }
 
 // endFindings writes, once, after the findings, what the table left out:
@@ -532,8 +534,12 @@ func (t *tableWriter) endFindings() {
 		fmt.Fprintf(b, format, args...)
 	}
 	if harmless := t.folded - t.overflow; harmless > 0 {
+		each := " each"
+		if harmless == 1 {
+			each = ""
+		}
 		note("(%s one line%s: deduplicated, single, rejected, or unconfirmed re-sends of idempotent producers, which the broker deduplicates. --all shows them in full.)\n",
-			counted(int64(harmless), "harmless finding is in", "harmless findings are"), map[bool]string{true: "", false: " each"}[harmless == 1])
+			counted(int64(harmless), "harmless finding is in", "harmless findings are"), each)
 	}
 	if t.overflow > 0 {
 		note("(%s in one line past the first %d MiB of findings' text; --format json prints them in full.)\n",
@@ -556,23 +562,22 @@ type producerNote struct {
 	fix      string // profile.Fix
 }
 
-// noteProducers keeps what the headline says of each producer of ps.
-func (t *tableWriter) noteProducers(ps []profile.Producer) {
-	if t.producers == nil {
-		t.producers = make(map[producerKey]producerNote, len(ps))
+// noteProducers adds to notes what the headline says of each producer of
+// ps, and returns notes (made when nil).
+func noteProducers(notes map[profile.ProducerKey]producerNote, ps []profile.Producer) map[profile.ProducerKey]producerNote {
+	if notes == nil {
+		notes = make(map[profile.ProducerKey]producerNote, len(ps))
 	}
 	for i := range ps {
 		p := &ps[i]
-		k := producerKey{ip: p.ClientIP, pid: p.ProducerID, nullID: p.ClientID == nil}
-		if p.ClientID != nil {
-			k.clientID = *p.ClientID
-		}
+		k := profile.KeyOf(p.ClientIP, p.ClientID, p.ProducerID)
 		sw := profile.SoftwareText(p)
 		if sw == "" && p.SoftwareGuess != "" {
 			sw = "likely " + p.SoftwareGuess
 		}
-		t.producers[k] = producerNote{software: sw, fix: profile.Fix(p)}
+		notes[k] = producerNote{software: sw, fix: profile.Fix(p)}
 	}
+	return notes
 }
 
 // Bounds on the headline's lists.
@@ -581,16 +586,17 @@ const (
 	headlineProducers = 8
 )
 
-// headline writes the answer first: how many records the findings show
-// the log holds more than once, and how many more may be, in which topics,
-// from which producers, and the setting that fixes each; or, when none,
+// writeHeadline writes the answer first: how many records the seen
+// findings counted in counts show the log holds more than once, and how
+// many more may be, in which topics, from which producers (with what
+// notes says of them), and the setting that fixes each; or, when none,
 // that none is. Nothing when no finding was handed (the summary's status
 // says why).
-func (t *tableWriter) headline(b *bytes.Buffer, s *Summary) {
-	if t.seen == 0 {
+func writeHeadline(b *bytes.Buffer, s *Summary, seen int, counts *tally, notes map[profile.ProducerKey]producerNote) {
+	if seen == 0 {
 		return
 	}
-	c := t.counts.total
+	c := counts.total
 	unconfirmed := "the capture does not show how many copies the log holds"
 	switch {
 	case c.Duplicated > 0:
@@ -611,8 +617,8 @@ func (t *tableWriter) headline(b *bytes.Buffer, s *Summary) {
 			}
 		}
 		which := "the batch sent more than once is"
-		if t.seen > 1 {
-			which = "each of the " + itoa(t.seen) + " batches sent more than once is"
+		if seen > 1 {
+			which = "each of the " + itoa(seen) + " batches sent more than once is"
 		}
 		fmt.Fprintf(b, "No record is in the log twice: %s held once or not at all (%s).\n", which, strings.Join(parts, ", "))
 		if s.ByVerdict[string(detect.Unconfirmed)] > 0 {
@@ -625,19 +631,19 @@ func (t *tableWriter) headline(b *bytes.Buffer, s *Summary) {
 	if c.Duplicated+c.Possibly == 0 {
 		return
 	}
-	t.headlineTopics(b)
-	t.headlineProducers(b)
+	writeHeadlineTopics(b, counts)
+	writeHeadlineProducers(b, counts, notes)
 }
 
-// headlineTopics writes the topics of the records duplicated or possibly
-// so, most first.
-func (t *tableWriter) headlineTopics(b *bytes.Buffer) {
+// writeHeadlineTopics writes the topics of the records duplicated or
+// possibly so, most first.
+func writeHeadlineTopics(b *bytes.Buffer, counts *tally) {
 	type topic struct {
 		name string
 		c    recordCount
 	}
 	var ts []topic
-	for name, c := range t.counts.byTopic {
+	for name, c := range counts.byTopic {
 		if c.Duplicated+c.Possibly > 0 {
 			ts = append(ts, topic{name, *c})
 		}
@@ -663,11 +669,11 @@ func (t *tableWriter) headlineTopics(b *bytes.Buffer) {
 	fmt.Fprintf(b, "  %s%s\n", label, strings.Join(parts, ", "))
 }
 
-// headlineProducers writes, per producer of the records duplicated or
-// possibly so, most first, who it is and the setting that fixes it.
-func (t *tableWriter) headlineProducers(b *bytes.Buffer) {
+// writeHeadlineProducers writes, per producer of the records duplicated
+// or possibly so, most first, who it is and the setting that fixes it.
+func writeHeadlineProducers(b *bytes.Buffer, counts *tally, notes map[profile.ProducerKey]producerNote) {
 	var ps []*producerCount
-	for _, p := range t.counts.byProducer {
+	for _, p := range counts.byProducer {
 		if p.Duplicated+p.Possibly > 0 {
 			ps = append(ps, p)
 		}
@@ -688,17 +694,17 @@ func (t *tableWriter) headlineProducers(b *bytes.Buffer) {
 			fmt.Fprintf(b, "  %sthe producers past the first %d (%s)\n", label, maxCountedProducers, recordsText(&p.recordCount))
 			continue
 		}
-		note, ok := t.producers[p.key]
+		note, ok := notes[p.key]
 		if !ok {
-			note.fix = profile.Fix(&profile.Producer{ProducerID: p.key.pid, Idempotent: p.idempotent, Renumbered: p.renumbered})
+			note.fix = profile.Fix(&profile.Producer{ProducerID: p.key.ProducerID, Idempotent: p.idempotent, Renumbered: p.renumbered})
 		}
-		who := p.key.ip.String() + " client.id " + clientIDText(keyClientID(p.key))
+		who := p.key.ClientIP.String() + " client.id " + ClientIDText(keyClientID(p.key))
 		about := []string{who}
 		if note.software != "" {
 			about = append(about, Printable(note.software))
 		}
 		if p.idempotent {
-			about = append(about, fmt.Sprintf("idempotent producer id %d", p.key.pid))
+			about = append(about, fmt.Sprintf("idempotent producer id %d", p.key.ProducerID))
 		} else {
 			about = append(about, "not idempotent")
 		}
@@ -714,11 +720,11 @@ func (t *tableWriter) headlineProducers(b *bytes.Buffer) {
 	}
 }
 
-func keyClientID(k producerKey) *string {
-	if k.nullID {
+func keyClientID(k profile.ProducerKey) *string {
+	if k.NullClientID {
 		return nil
 	}
-	return &k.clientID
+	return &k.ClientID
 }
 
 // recordsText is "2 records twice", "3 records more than once, up to 4
@@ -768,7 +774,7 @@ func cmpSign(d int64) int {
 // summary built in buf.
 func (t *tableWriter) writeAll(s *Summary) error {
 	var head bytes.Buffer
-	t.headline(&head, s)
+	writeHeadline(&head, s, t.seen, &t.counts, t.producers)
 	var out bytes.Buffer
 	fitLines(&out, head.Bytes(), t.opts.Width)
 	if out.Len() > 0 && t.held.Len() > 0 {

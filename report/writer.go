@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,7 +50,9 @@ func itoa[T ~int8 | ~int16 | ~int32 | ~int64 | ~int](n T) string {
 	return strconv.FormatInt(int64(n), 10)
 }
 
-func millisText(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+// MillisText is a duration in milliseconds as the outputs show one: three
+// decimals, "12.345".
+func MillisText(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 
 // Harmful reports whether f's records may be in the log more than once:
 // its verdict is duplicated, or unconfirmed for a re-send the broker does
@@ -65,7 +66,7 @@ func Harmful(f *detect.Finding) bool {
 	case detect.Duplicated:
 		return true
 	case detect.Unconfirmed:
-		return !f.Idempotent || f.ProducerChange != "" || kindOf(f) == detect.KindRecordDuplicate
+		return !f.Idempotent || f.ProducerChange != "" || KindOf(f) == detect.KindRecordDuplicate
 	}
 	return false
 }
@@ -79,7 +80,7 @@ func Harmful(f *detect.Finding) bool {
 // duplicated with fewer than two offsets known counts two copies.
 func recordsHeld(f *detect.Finding) (records, extra int64) {
 	k := max(int64(len(f.AppendedOffsets)), 2)
-	if kindOf(f) == detect.KindBatch {
+	if KindOf(f) == detect.KindBatch {
 		n := int64(f.NumRecords)
 		return n, n * (k - 1)
 	}
@@ -134,27 +135,10 @@ func countOf(f *detect.Finding) recordCount {
 	return c
 }
 
-// producerKey names the producer of a finding as package profile does:
-// client IP, client.id and producer ID.
-type producerKey struct {
-	ip       netip.Addr
-	clientID string
-	nullID   bool
-	pid      int64
-}
-
-func producerOf(f *detect.Finding) producerKey {
-	k := producerKey{ip: f.Client.Addr(), pid: f.ProducerID, nullID: f.ClientID == nil}
-	if f.ClientID != nil {
-		k.clientID = *f.ClientID
-	}
-	return k
-}
-
 // producerCount is the counts of records of one producer's findings.
 type producerCount struct {
 	recordCount
-	key        producerKey
+	key        profile.ProducerKey
 	idempotent bool
 	// AppTwice counts the duplicated records the application produced
 	// twice (record_duplicate), which no client setting prevents.
@@ -170,7 +154,7 @@ type producerCount struct {
 type findingShare struct {
 	c          recordCount
 	topic      string
-	producer   producerKey
+	producer   profile.ProducerKey
 	appTwice   int64
 	renumbered int64
 }
@@ -184,7 +168,7 @@ const (
 )
 
 // otherProducers is the key of the producers beyond maxCountedProducers.
-var otherProducers = producerKey{pid: -2}
+var otherProducers = profile.ProducerKey{ProducerID: -2}
 
 // tally counts the records the findings handed to a writer say the log
 // holds more than once, in all, per topic and per producer. A finding
@@ -194,15 +178,15 @@ var otherProducers = producerKey{pid: -2}
 type tally struct {
 	total      recordCount
 	byTopic    map[string]*recordCount
-	byProducer map[producerKey]*producerCount
+	byProducer map[profile.ProducerKey]*producerCount
 	shares     map[uint64]findingShare
 	ring       []uint64 // IDs in shares, oldest at next
 	next       int
 }
 
 func (t *tally) add(f *detect.Finding) {
-	sh := findingShare{c: countOf(f), topic: TopicName(f), producer: producerOf(f)}
-	if kindOf(f) == detect.KindRecordDuplicate {
+	sh := findingShare{c: countOf(f), topic: TopicName(f), producer: profile.KeyOf(f.Client.Addr(), f.ClientID, f.ProducerID)}
+	if KindOf(f) == detect.KindRecordDuplicate {
 		sh.appTwice = sh.c.Duplicated
 	}
 	if f.ProducerChange != "" && sh.c != (recordCount{}) {
@@ -241,7 +225,7 @@ func (t *tally) apply(sh findingShare, sign int64, f *detect.Finding) {
 	}
 	if t.byTopic == nil {
 		t.byTopic = make(map[string]*recordCount)
-		t.byProducer = make(map[producerKey]*producerCount)
+		t.byProducer = make(map[profile.ProducerKey]*producerCount)
 	}
 	tc := t.byTopic[sh.topic]
 	if tc == nil {

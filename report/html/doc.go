@@ -97,7 +97,8 @@
 //   - drawing_test.go: the client's timeout interval (and its false
 //     positives), the run's timeline, the histograms.
 //   - html_test.go: the page parses, fetches nothing, escapes what it
-//     shows and stays under 5 MB for 5000 and 100000 findings. The tests
+//     shows, names client.ids and shows null and cut bytes in the table's
+//     words, and stays under 5 MB for 5000 and 100000 findings. The tests
 //     of the pages of the testdata captures (numbers equal to the JSON
 //     output's) are cmd/kdupcap's html_test.go; those in headless
 //     Chromium (no console error, no request, a click on a mark opens its

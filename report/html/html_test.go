@@ -170,3 +170,36 @@ func TestVerdicts(t *testing.T) {
 		t.Error("the counts do not take every finding")
 	}
 }
+
+// TestTableTexts: the page shows a client.id, a null key and a cut value
+// in the words of the table (report.ClientIDText, report.PrintableBytes),
+// a value cut at recordBytesShown bytes.
+func TestTableTexts(t *testing.T) {
+	t0 := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	named := testFinding(0, t0, 1)
+	named.Records[0].Key, named.Records[0].KeyLen = nil, -1
+	null := testFinding(1, t0, 0)
+	null.ClientID = nil
+	doc := checkPage(t, write(t, Options{}, []detect.Finding{named, null}, nil))
+	var text strings.Builder
+	var walk func(n *xhtml.Node)
+	walk = func(n *xhtml.Node) {
+		if n.Type == xhtml.TextNode {
+			text.WriteString(n.Data + "\n")
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	for _, want := range []string{
+		`10.1.0.0 client.id "producer-0"`,
+		"10.1.0.1 client.id (null)",
+		"\n(null)\n",
+		"\n" + strings.Repeat("v", recordBytesShown) + "... (200 bytes)\n",
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the page's text has no %q", want)
+		}
+	}
+}

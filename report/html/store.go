@@ -181,7 +181,7 @@ func keepOf(f *detect.Finding) detect.Finding {
 		return k
 	}
 	n := min(len(f.Records), maxRecordsShown)
-	record := f.Kind != "" && f.Kind != detect.KindBatch
+	record := report.KindOf(f) != detect.KindBatch
 	if record {
 		n = len(f.Records)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/kdupcap/kdupcap/decode"
 	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/profile"
+	"github.com/kdupcap/kdupcap/report"
 )
 
 // svgText is SVG drawn here: every text and attribute value in it went
@@ -92,13 +93,13 @@ func drawLanes(f *detect.Finding) svgText {
 			xe := min(x(a.End.Time), lanesWidth-10)
 			wait := a.End.Time.Sub(a.Time)
 			fmt.Fprintf(&b, `<rect x="%s" y="%s" width="%s" height="6" class="ctimeout"><title>the client's own timeout: it waited %s ms for an answer, then ended the connection (%s)</title></rect>`,
-				num(xs), num(y-10), num(max(xe-xs, 1)), esc(msText(float64(wait)/1e6)), esc(a.End.String()))
+				num(xs), num(y-10), num(max(xe-xs, 1)), esc(report.MillisText(float64(wait)/1e6)), esc(a.End.String()))
 		}
 		answer := "no answer: " + string(a.NoResponse)
 		cls := "noans"
 		if r := a.Response; r != nil {
 			xr := x(r.Time)
-			answer = fmt.Sprintf("%s, offset %d, %s ms", r.Error, r.BaseOffset, msText(r.LatencyMillis))
+			answer = fmt.Sprintf("%s, offset %d, %s ms", r.Error, r.BaseOffset, report.MillisText(r.LatencyMillis))
 			cls = "ok"
 			if r.ErrorCode != 0 {
 				cls = "err"
@@ -110,7 +111,7 @@ func drawLanes(f *detect.Finding) svgText {
 			num(xs), num(y), i+1, a.CorrelationID, esc(timeText(a.Time)), esc(causeText(a)), esc(answer), num(xs-4), num(y-9), a.CorrelationID)
 	}
 	fmt.Fprintf(&b, `<text x="%s" y="%s" class="lbl">0</text><text x="%s" y="%s" class="lbl" text-anchor="end">+%s ms</text></svg>`,
-		num(lanesLeft), num(h-4), num(lanesWidth-10), num(h-4), esc(msText(float64(span)/1e6)))
+		num(lanesLeft), num(h-4), num(lanesWidth-10), num(h-4), esc(report.MillisText(float64(span)/1e6)))
 	return svgText(b.String())
 }
 
@@ -157,7 +158,7 @@ func drawLatency(ls []profile.BrokerLatency) svgText {
 		fmt.Fprintf(&b, `<rect x="%s" y="%s" width="%s" height="14" class="pmax"/><rect x="%s" y="%s" width="%s" height="14" class="p99"/><rect x="%s" y="%s" width="%s" height="14" class="p50"/>`,
 			num(left), num(y+2), num(max(bx(l.MaxMillis), 1)), num(left), num(y+2), num(max(bx(l.P99Millis), 1)), num(left), num(y+2), num(max(bx(l.P50Millis), 1)))
 		fmt.Fprintf(&b, `<title>%s: %d answered, p50 %s ms, p99 %s ms, max %s ms</title>`,
-			esc(l.Broker.String()), l.Answered, msText(l.P50Millis), msText(l.P99Millis), msText(l.MaxMillis))
+			esc(l.Broker.String()), l.Answered, report.MillisText(l.P50Millis), report.MillisText(l.P99Millis), report.MillisText(l.MaxMillis))
 	}
 	b.WriteString(`</svg>`)
 	return svgText(b.String())
@@ -274,7 +275,7 @@ func drawTimeline(tl *profile.Timeline, marks []mark, first, last time.Time) tim
 		d.Buckets = max(d.Buckets, len(s.Buckets))
 	}
 	most = niceCeil(max(most, 0.001))
-	d.YMax, d.YMid = msText(most), msText(most/2)
+	d.YMax, d.YMid = report.MillisText(most), report.MillisText(most/2)
 	d.T0Ms = first.UnixMilli()
 	d.SpanMs = float64(span) / 1e6
 	d.Width = tl.Width().String()
@@ -305,7 +306,7 @@ func drawTimeline(tl *profile.Timeline, marks []mark, first, last time.Time) tim
 		for _, bk := range s.Buckets {
 			mid := x(bk.Start.Add(bw / 2))
 			fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="2" fill="%s"><title>%s from %s: %d answered, p50 %s ms, p99 %s ms, max %s ms</title></circle>`,
-				num(mid), num(y(bk.P99Millis)), colour, esc(name), esc(timeText(bk.Start)), bk.Count, msText(bk.P50Millis), msText(bk.P99Millis), msText(bk.MaxMillis))
+				num(mid), num(y(bk.P99Millis)), colour, esc(name), esc(timeText(bk.Start)), bk.Count, report.MillisText(bk.P50Millis), report.MillisText(bk.P99Millis), report.MillisText(bk.MaxMillis))
 		}
 	}
 	for _, m := range marks {

@@ -225,12 +225,10 @@ func (w *Writer) span(t time.Time) {
 	}
 }
 
+// producerText names a producer as the table does: its IP, client.id
+// (report.ClientIDText) and producer ID when it has one.
 func producerText(ip netip.Addr, clientID *string, pid int64) string {
-	id := "(null)"
-	if clientID != nil {
-		id = report.Printable(*clientID)
-	}
-	s := ip.String() + " client.id " + id
+	s := ip.String() + " client.id " + report.ClientIDText(clientID)
 	if pid >= 0 {
 		s += " producer id " + strconv.FormatInt(pid, 10)
 	}
@@ -238,11 +236,7 @@ func producerText(ip netip.Addr, clientID *string, pid int64) string {
 }
 
 func rowOf(f *detect.Finding, num int) findingRow {
-	kind := string(f.Kind)
-	if kind == "" {
-		kind = string(detect.KindBatch)
-	}
-	r := findingRow{Num: num, Verdict: string(f.Verdict), Harmful: report.Harmful(f), Kind: kind,
+	r := findingRow{Num: num, Verdict: string(f.Verdict), Harmful: report.Harmful(f), Kind: string(report.KindOf(f)),
 		Topic: report.Printable(report.TopicName(f)), Partition: f.Partition,
 		Producer: producerText(f.Client.Addr(), f.ClientID, f.ProducerID),
 		Broker:   f.Broker.String(), Attempts: len(f.Attempts) + f.AttemptsOmitted, Records: f.NumRecords}
@@ -253,8 +247,6 @@ func rowOf(f *detect.Finding, num int) findingRow {
 }
 
 func timeText(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000000") }
-
-func msText(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 
 func fullOf(f *detect.Finding, row findingRow) findingFull {
 	ff := findingFull{findingRow: row, Reason: f.Reason, Scope: string(f.Scope), Match: string(f.Match), Omitted: f.AttemptsOmitted}
@@ -270,7 +262,7 @@ func fullOf(f *detect.Finding, row findingRow) findingFull {
 		if r := a.Response; r != nil {
 			ar.Answer = r.Error
 			ar.Offset = strconv.FormatInt(r.BaseOffset, 10)
-			ar.Latency = msText(r.LatencyMillis) + " ms"
+			ar.Latency = report.MillisText(r.LatencyMillis) + " ms"
 		} else {
 			ar.Answer = "no answer: " + string(a.NoResponse)
 		}
@@ -290,7 +282,9 @@ func fullOf(f *detect.Finding, row findingRow) findingFull {
 			rr.Offset = strconv.FormatInt(r.Offset, 10)
 		}
 		if r.Known {
-			rr.Key, rr.Value = bytesText(r.Key, r.KeyLen), bytesText(r.Value, r.ValueLen)
+			// At most recordBytesShown bytes of each, as the table shows them.
+			rr.Key = report.PrintableBytes(r.Key[:min(len(r.Key), recordBytesShown)], r.KeyLen)
+			rr.Value = report.PrintableBytes(r.Value[:min(len(r.Value), recordBytesShown)], r.ValueLen)
 		} else {
 			rr.Key, rr.Value = "(not read)", "(not read)"
 		}
@@ -303,22 +297,6 @@ func fullOf(f *detect.Finding, row findingRow) findingFull {
 	return ff
 }
 
-// bytesText shows at most recordBytesShown bytes of a key or value.
-func bytesText(b []byte, n int) string {
-	if b == nil && n < 0 {
-		return "null"
-	}
-	s := b
-	if len(s) > recordBytesShown {
-		s = s[:recordBytesShown]
-	}
-	out := report.Printable(string(s))
-	if n > len(s) {
-		out += fmt.Sprintf("… (%d bytes)", n)
-	}
-	return out
-}
-
 func causeText(a *detect.Attempt) string {
 	if a.Cause == "" {
 		return "first send"
@@ -327,7 +305,7 @@ func causeText(a *detect.Attempt) string {
 	if a.CauseError != "" {
 		s += " (" + a.CauseError + ")"
 	}
-	return s + ", +" + msText(a.GapMillis) + " ms"
+	return s + ", +" + report.MillisText(a.GapMillis) + " ms"
 }
 
 // producerView is one producer's section.
