@@ -124,7 +124,7 @@ func CreateEvidenceFile(path string, inputs []string, overwrite bool) (*Evidence
 	case err == nil && st.IsDir():
 		return nil, fmt.Errorf("%s: is a directory", path)
 	case err == nil && st.Mode().IsRegular() && !overwrite:
-		if in, ok := sameInput(st, inputs); ok {
+		if in, ok := SameInput(st, inputs); ok {
 			return nil, errIsInput(path, in)
 		}
 		return nil, fmt.Errorf("%s: file exists; give --force to overwrite it", path)
@@ -145,7 +145,7 @@ func CreateEvidenceFile(path string, inputs []string, overwrite bool) (*Evidence
 	}
 	// The file opened, whatever path went through, is not an input.
 	if st, err = e.f.Stat(); err == nil {
-		if in, ok := sameInput(st, inputs); ok {
+		if in, ok := SameInput(st, inputs); ok {
 			e.Discard()
 			return nil, errIsInput(path, in)
 		}
@@ -163,8 +163,9 @@ func pathErr(err error) error {
 	return err
 }
 
-// sameInput returns the input that is the file of st.
-func sameInput(st os.FileInfo, inputs []string) (string, bool) {
+// SameInput returns the input that is the file of st (through a symlink or
+// a hard link too; "-" is none): an output file that must never be one.
+func SameInput(st os.FileInfo, inputs []string) (string, bool) {
 	for _, in := range inputs {
 		if in == "-" {
 			continue

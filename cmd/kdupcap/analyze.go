@@ -29,7 +29,7 @@ type analyzeConfig struct {
 	files           []string
 	quiet           bool
 	writeDups       string // --write-dups FILE: pipeline.Analysis.WriteEvidence
-	force           bool   // --force: --write-dups may overwrite an existing FILE
+	force           bool   // --force: --write-dups and --html may overwrite an existing FILE
 	clockSkew       clockSkewFlag
 	skew            []time.Duration // per file, from clockSkew
 	maxInput        int64           // --max-input-bytes: pipeline.Inputs.MaxBytes
@@ -63,7 +63,7 @@ func analyzeFlags(cfg *analyzeConfig) (*flag.FlagSet, *stageFlags) {
 	fs := newFlagSet("kdupcap analyze")
 	o := &cfg.opts
 	choiceVar(fs, &cfg.format, "format", "table", []string{"table", "json", "lines", "html"}, "output format: table, json (JSON Lines), lines (one line per finding, as live prints) or html (the page of --html, to standard output)")
-	fs.StringVar(&cfg.html, "html", "", "also write the report as one self-contained HTML page (timeline, findings, producers; no network needed to open it) to `FILE`, checked before reading, never an input file")
+	fs.StringVar(&cfg.html, "html", "", "also write the report as one self-contained HTML page (timeline, findings, producers; no network needed to open it) to `FILE`, checked before reading, never an input file, and an existing FILE only with --force")
 	sf := addStageFlags(fs, o, stageUsage{port: "comma-separated broker `PORTS` taken as Kafka",
 		window: "how long (capture time) a batch is remembered after its last attempt",
 		idle:   "capture time after which an idle TCP connection is closed and buffered segments are given up"})
@@ -83,7 +83,7 @@ func analyzeFlags(cfg *analyzeConfig) (*flag.FlagSet, *stageFlags) {
 		return nil
 	})
 	fs.StringVar(&cfg.writeDups, "write-dups", "", writeDupsUsage)
-	fs.BoolVar(&cfg.force, "force", false, "let --write-dups overwrite an existing FILE (never an input file)")
+	fs.BoolVar(&cfg.force, "force", false, "let --write-dups and --html overwrite an existing FILE (never an input file)")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress bar (there is one on stderr only when stderr is a terminal)")
 	intVar(fs, &o.Workers, "workers", 0, 0, pipeline.MaxWorkers, workersUsage)
 	fs.Func("max-input-bytes", "stop reading after `SIZE` bytes of capture (decompressed; e.g. 20GB, 512MiB), deciding and reporting what was read; 0: no bound", func(s string) error {
@@ -201,7 +201,7 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		out = report.NewTableWith(stdout, ropts)
 	}
 	if cfg.html != "" {
-		page, err := createHTML(cfg.html, cfg.files)
+		page, err := createHTML(cfg.html, cfg.files, cfg.force)
 		if err != nil {
 			fmt.Fprintf(stderr, "kdupcap analyze: --html: %v\n", err)
 			return exitUsage
@@ -286,20 +286,58 @@ func runAnalyze(ctx context.Context, args []string, stdin io.Reader, stdout, std
 }
 
 // createHTML creates the --html FILE before any input is read, so that a
-// path that cannot be written fails at once; it is never an input file.
-func createHTML(name string, inputs []string) (*os.File, error) {
-	if st, err := os.Stat(name); err == nil {
-		for _, in := range inputs {
-			if ist, err := os.Stat(in); err == nil && os.SameFile(st, ist) {
-				return nil, fmt.Errorf("%s is an input file", name)
-			}
+// path that cannot be written fails at once. As pipeline.CreateEvidenceFile
+// does for --write-dups, it refuses name when it is one of the inputs (the
+// same file, spelled otherwise, through a symlink or a hard link too), even
+// with overwrite, and when it is an existing regular file, unless overwrite
+// (--force); a device or a pipe (/dev/stdout) is written as it is.
+func createHTML(name string, inputs []string, overwrite bool) (*os.File, error) {
+	st, err := os.Stat(name)
+	created := err != nil // not there (or a dangling symlink)
+	if err == nil && st.Mode().IsRegular() {
+		if _, ok := pipeline.SameInput(st, inputs); ok {
+			return nil, fmt.Errorf("%s is an input file", name)
+		}
+		if !overwrite {
+			return nil, errPageExists(name)
 		}
 	}
-	f, err := os.Create(name)
+	mode := os.O_WRONLY | os.O_CREATE
+	if created && !overwrite {
+		mode |= os.O_EXCL // created here, and by no one else meanwhile
+	}
+	f, err := os.OpenFile(name, mode, 0o666)
+	if errors.Is(err, os.ErrExist) {
+		return nil, errPageExists(name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("creating the page: %w", err)
 	}
+	// The file opened, whatever name went through, is not an input; it
+	// is truncated only once that is known.
+	if st, err = f.Stat(); err == nil {
+		if _, ok := pipeline.SameInput(st, inputs); ok {
+			f.Close()
+			if created {
+				os.Remove(name)
+			}
+			return nil, fmt.Errorf("%s is an input file", name)
+		}
+		if st.Mode().IsRegular() {
+			err = f.Truncate(0)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("creating the page: %w", err)
+	}
 	return f, nil
+}
+
+// errPageExists is createHTML's error for an existing file without --force,
+// worded as --write-dups's.
+func errPageExists(name string) error {
+	return fmt.Errorf("%s: file exists; give --force to overwrite it", name)
 }
 
 // failOnDuplicate is the exit code of --fail-on-duplicate after a run that

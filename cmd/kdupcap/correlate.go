@@ -7,12 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
-	"net/http"
 	"os"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/fleet"
@@ -123,25 +119,14 @@ func runCorrelate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	var exporter *metrics.Exporter
 	if cfg.metricsAddr != "" {
-		reg := prometheus.NewRegistry()
-		m, err := metrics.New(reg, metrics.Options{})
-		if err != nil {
-			fmt.Fprintf(stderr, "kdupcap: metrics: %v\n", err)
-			return exitFailure
+		m, srv, at, code := serveMetrics(cfg.metricsAddr, nil, stderr)
+		if code != exitOK {
+			return code
 		}
-		ln, err := net.Listen("tcp", cfg.metricsAddr)
-		if err != nil {
-			fmt.Fprintf(stderr, "kdupcap: --metrics %s: %v\n", cfg.metricsAddr, err)
-			return exitUsage
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", m.Handler())
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go srv.Serve(ln)
 		defer srv.Close()
 		exporter = m
 		ws = append(ws, m)
-		fmt.Fprintf(stderr, "kdupcap: metrics on http://%s/metrics\n", ln.Addr())
+		fmt.Fprintf(stderr, "kdupcap: metrics on http://%s/metrics\n", at)
 	}
 	var emitter *emit.Kafka
 	if cfg.emit != "" {

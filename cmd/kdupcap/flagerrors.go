@@ -46,7 +46,9 @@ func flagError(fs *flag.FlagSet, err error) error {
 	}
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		return errors.New("unknown flag " + dashed(name) + didYouMean(fs, name))
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		return errors.New("unknown flag " + dashed(name) + didYouMean(name, names, dashed))
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
 		return fmt.Errorf("flag %s needs a value", dashed(name))
@@ -120,28 +122,34 @@ func quoteArg(s string) string {
 	return s
 }
 
-// didYouMean names the flag of fs that name is a likely typo or the start
-// of: " (did you mean --format?)", or "".
-func didYouMean(fs *flag.FlagSet, name string) string {
+// didYouMean names the one of names (of flags, of commands) that name is
+// a likely typo or the start of, as spell writes it: " (did you mean
+// --format?)", or "". A name of two letters or more that starts just one
+// of names means it; else the nearest within two edits, fewer than half
+// its length.
+func didYouMean(name string, names []string, spell func(string) string) string {
 	best, bestDist, prefixed := "", 3, 0
-	fs.VisitAll(func(f *flag.Flag) {
-		if len(name) >= 2 && strings.HasPrefix(f.Name, name) {
+	for _, n := range names {
+		if len(name) >= 2 && strings.HasPrefix(n, name) {
 			prefixed++
-			best, bestDist = f.Name, 0
-			return
+			best, bestDist = n, 0
+			continue
 		}
-		if d := editDistance(name, f.Name); d < bestDist && d < len(f.Name)/2 {
-			best, bestDist = f.Name, d
+		if d := editDistance(name, n); d < bestDist && d < len(n)/2 {
+			best, bestDist = n, d
 		}
-	})
+	}
 	if best == "" || prefixed > 1 {
 		return ""
 	}
-	return " (did you mean " + dashed(best) + "?)"
+	return " (did you mean " + spell(best) + "?)"
 }
 
-// editDistance is the Levenshtein distance of a and b.
+// editDistance is the optimal string alignment distance of a and b: the
+// Levenshtein distance, with two adjacent letters swapped ("hepl") one
+// edit, the commonest typo.
 func editDistance(a, b string) int {
+	pprev := make([]int, len(b)+1)
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -155,8 +163,11 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], pprev[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		pprev, prev, cur = prev, cur, pprev
 	}
 	return prev[len(b)]
 }

@@ -62,6 +62,12 @@ func TestFlagErrors(t *testing.T) {
 		// The other commands, and kdupcap's own.
 		{[]string{"frobnicate"}, "kdupcap: unknown command frobnicate; see kdupcap --help"},
 		{[]string{"analyse"}, "kdupcap: unknown command analyse (did you mean analyze?); see kdupcap --help"},
+		{[]string{"ve"}, "kdupcap: unknown command ve (did you mean version?); see kdupcap --help"},
+		{[]string{"co"}, "kdupcap: unknown command co; see kdupcap --help"}, // correlate or completion
+		{[]string{"help", "lve"}, "kdupcap help: unknown command lve (did you mean live?); see kdupcap --help"},
+		{[]string{"hepl"}, "kdupcap: unknown command hepl (did you mean help?); see kdupcap --help"}, // two letters swapped: one edit
+		{[]string{"lvie"}, "kdupcap: unknown command lvie (did you mean live?); see kdupcap --help"},
+		{[]string{"analyze", "--fromat", "json"}, "kdupcap analyze: unknown flag --fromat (did you mean --format?); see kdupcap analyze --help"},
 		{[]string{"--bogus"}, "kdupcap: unknown flag --bogus; see kdupcap --help"},
 		{[]string{"help", "frobnicate"}, "kdupcap help: unknown command frobnicate; see kdupcap --help"},
 		{[]string{"version", "--format", "xml"}, "kdupcap version: --format xml: want text or json; see kdupcap version --help"},
@@ -116,7 +122,8 @@ func TestEditDistance(t *testing.T) {
 		want int
 	}{
 		{"", "", 0}, {"abc", "", 3}, {"", "ab", 2}, {"format", "format", 0},
-		{"fromat", "format", 2}, {"windw", "window", 1}, {"kitten", "sitting", 3},
+		{"fromat", "format", 1}, {"windw", "window", 1}, {"kitten", "sitting", 3},
+		{"ca", "abc", 3}, {"hepl", "help", 1}, {"lvie", "live", 1}, // optimal string alignment: a swap is one edit, and no substring is edited twice
 	} {
 		if got := editDistance(tt.a, tt.b); got != tt.want {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -63,6 +64,102 @@ func TestHTMLInputFile(t *testing.T) {
 	}
 	if after, err := os.ReadFile(file); err != nil || !bytes.Equal(before, after) {
 		t.Fatalf("the input file changed (%v)", err)
+	}
+}
+
+// TestHTMLOutputFile: --html refuses an input however it is spelled (dir/./x
+// for dir/x, a symlink, a hard link), even with --force; an existing file
+// only with --force, which overwrites it; each refusal is one line, before
+// reading, and leaves the file as it was.
+func TestHTMLOutputFile(t *testing.T) {
+	capture, err := os.ReadFile(captureFiles(t)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := bytes.Repeat([]byte("an older page\n"), 1<<16) // longer than the new one
+	tests := []struct {
+		name  string
+		page  func(dir, input string) string // makes the --html FILE
+		force bool
+		want  string // stderr, or "" for a page written over the old one
+	}{
+		{"input as dir/./x", func(dir, _ string) string { return dir + "/./in.pcap" }, false, "%s is an input file"},
+		{"input as dir/./x, --force", func(dir, _ string) string { return dir + "/./in.pcap" }, true, "%s is an input file"},
+		{"symlink to the input, --force", func(dir, input string) string {
+			p := filepath.Join(dir, "link.html")
+			if err := os.Symlink(input, p); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, true, "%s is an input file"},
+		{"relative symlink to the input", func(dir, _ string) string {
+			p := filepath.Join(dir, "rel.html")
+			if err := os.Symlink("in.pcap", p); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, false, "%s is an input file"},
+		{"hard link to the input, --force", func(dir, input string) string {
+			p := filepath.Join(dir, "hard.html")
+			if err := os.Link(input, p); err != nil {
+				t.Skipf("no hard link here: %v", err)
+			}
+			return p
+		}, true, "%s is an input file"},
+		{"existing file", func(dir, _ string) string {
+			p := filepath.Join(dir, "old.html")
+			if err := os.WriteFile(p, old, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, false, "%s: file exists; give --force to overwrite it"},
+		{"existing file, --force", func(dir, _ string) string {
+			p := filepath.Join(dir, "old.html")
+			if err := os.WriteFile(p, old, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			input := filepath.Join(dir, "in.pcap")
+			if err := os.WriteFile(input, capture, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			page := tt.page(dir, input)
+			before, _ := os.ReadFile(page)
+			args := []string{"analyze", "--format", "json", "--html", page}
+			if tt.force {
+				args = append(args, "--force")
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(append(args, input), nil, &stdout, &stderr)
+			if got, _ := os.ReadFile(input); !bytes.Equal(got, capture) {
+				t.Fatal("the input changed")
+			}
+			if tt.want != "" {
+				want := "kdupcap analyze: --html: " + fmt.Sprintf(tt.want, page) + "\n"
+				if code != exitUsage || stderr.String() != want || stdout.Len() > 0 {
+					t.Errorf("exit %d, stdout %d bytes, stderr %q; want exit %d, only %q", code, stdout.Len(), stderr.String(), exitUsage, want)
+				}
+				if after, err := os.ReadFile(page); err != nil || !bytes.Equal(after, before) {
+					t.Errorf("the file changed (%v)", err)
+				}
+				return
+			}
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			got, err := os.ReadFile(page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(got, []byte("an older page")) || !bytes.HasPrefix(bytes.ToLower(got), []byte("<!doctype html")) {
+				t.Errorf("the page was not written over the old file: %d bytes, %.40q", len(got), got)
+			}
+		})
 	}
 }
 

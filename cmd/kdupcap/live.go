@@ -262,28 +262,15 @@ func (r *liveRun) openSinks() int {
 		ws = append(ws, report.NewLines(r.stdout))
 	}
 	if cfg.metricsAddr != "" {
-		reg := prometheus.NewRegistry()
-		m, err := metrics.New(reg, metrics.Options{})
-		if err != nil {
-			fmt.Fprintf(r.stderr, "kdupcap: metrics: %v\n", err)
-			return exitFailure
-		}
-		ln, err := net.Listen("tcp", cfg.metricsAddr)
-		if err != nil {
-			fmt.Fprintf(r.stderr, "kdupcap: --metrics %s: %v\n", cfg.metricsAddr, err)
-			return exitUsage
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", m.Handler())
 		st := html.NewStore(html.StoreOptions{Options: html.Options{Title: "kdupcap live report"}})
-		r.report = newLiveReport(st)
-		mux.Handle("/report", r.report)
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go srv.Serve(ln)
-		r.server = srv
-		r.metrics = m
+		page := newLiveReport(st)
+		m, srv, at, code := serveMetrics(cfg.metricsAddr, map[string]http.Handler{"/report": page}, r.stderr)
+		if code != exitOK {
+			return code
+		}
+		r.server, r.metrics, r.report = srv, m, page
 		ws = append(ws, m, st)
-		fmt.Fprintf(r.stderr, "kdupcap: metrics on http://%s/metrics, report on http://%s/report\n", ln.Addr(), ln.Addr())
+		fmt.Fprintf(r.stderr, "kdupcap: metrics on http://%s/metrics, report on http://%s/report\n", at, at)
 	}
 	if cfg.emit != "" {
 		co, err := cfg.kafka.options()
@@ -301,6 +288,32 @@ func (r *liveRun) openSinks() int {
 	}
 	r.out = report.Multi(ws...)
 	return exitOK
+}
+
+// serveMetrics serves, for live and correlate's --metrics, a new
+// Prometheus exporter at /metrics on addr, and each of pages at its path,
+// until the server returned is closed; it returns the address it listens
+// on. When it cannot, it says why on stderr and returns the exit code to
+// stop with (else exitOK).
+func serveMetrics(addr string, pages map[string]http.Handler, stderr io.Writer) (*metrics.Exporter, *http.Server, net.Addr, int) {
+	m, err := metrics.New(prometheus.NewRegistry(), metrics.Options{})
+	if err != nil {
+		fmt.Fprintf(stderr, "kdupcap: metrics: %v\n", err)
+		return nil, nil, nil, exitFailure
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "kdupcap: --metrics %s: %v\n", addr, err)
+		return nil, nil, nil, exitUsage
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	for path, h := range pages {
+		mux.Handle(path, h)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	return m, srv, ln.Addr(), exitOK
 }
 
 // closeSinks stops the metrics endpoint and delivers the emitter's last

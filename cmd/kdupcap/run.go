@@ -82,12 +82,7 @@ func commands() []command {
 			summary: "write the man page (roff) to standard output",
 			flags:   func() *flag.FlagSet { return newFlagSet("kdupcap man") }},
 	}
-	var names []string
-	for _, c := range cmds {
-		if !c.hidden {
-			names = append(names, c.name)
-		}
-	}
+	names := commandNames(cmds)
 	for i := range cmds {
 		if cmds[i].name == "help" {
 			cmds[i].operands = names // help's operand is a command
@@ -125,7 +120,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if strings.HasPrefix(args[0], "-") {
 		fmt.Fprintf(stderr, "kdupcap: unknown flag %s; see kdupcap --help\n", quoteArg(args[0]))
 	} else {
-		fmt.Fprintf(stderr, "kdupcap: unknown command %s%s; see kdupcap --help\n", quoteArg(args[0]), commandTypo(cmds, args[0]))
+		fmt.Fprintf(stderr, "kdupcap: unknown command %s%s; see kdupcap --help\n", quoteArg(args[0]), didYouMean(args[0], commandNames(cmds), quoteArg))
 	}
 	return exitUsage
 }
@@ -146,7 +141,7 @@ func runHelp(cmds []command, args []string, stdout, stderr io.Writer) int {
 	if h, ok := lookup(cmds, operands[0]); ok {
 		return writeHelp(stdout, h)
 	}
-	fmt.Fprintf(stderr, "kdupcap help: unknown command %s%s; see kdupcap --help\n", quoteArg(operands[0]), commandTypo(cmds, operands[0]))
+	fmt.Fprintf(stderr, "kdupcap help: unknown command %s%s; see kdupcap --help\n", quoteArg(operands[0]), didYouMean(operands[0], commandNames(cmds), quoteArg))
 	return exitUsage
 }
 
@@ -170,12 +165,14 @@ func usageFail(stderr io.Writer, c command, err error) int {
 	return exitUsage
 }
 
-// commandTypo names the command name is a likely typo of, or "".
-func commandTypo(cmds []command, name string) string {
+// commandNames are the names of the commands the help lists (not the
+// hidden ones), in its order.
+func commandNames(cmds []command) []string {
+	var names []string
 	for _, c := range cmds {
-		if !c.hidden && (editDistance(name, c.name) <= 2 || len(name) >= 2 && strings.HasPrefix(c.name, name)) {
-			return " (did you mean " + c.name + "?)"
+		if !c.hidden {
+			names = append(names, c.name)
 		}
 	}
-	return ""
+	return names
 }

@@ -469,40 +469,30 @@ func Ratios(ms []Measure) []string {
 			continue
 		}
 		var parts, targets []string
-		share := func(name string, target float64) {
+		// ratio adds analyze's throughput against name's, when name ran,
+		// by wall and by CPU time as show writes them, and whether it
+		// meets target (0: none).
+		ratio := func(name string, show func(r float64) string, target float64) {
 			o, ok := t[name]
 			if !ok {
 				return
 			}
 			r := an.MBps() / o.MBps()
-			parts = append(parts, fmt.Sprintf("analyze/%s = %.0f%% (CPU time: %.0f%%)", name, 100*r, 100*an.CPUMBps()/o.CPUMBps()))
+			parts = append(parts, fmt.Sprintf("analyze/%s = %s (CPU time: %s)", name, show(r), show(an.CPUMBps()/o.CPUMBps())))
 			if target > 0 {
-				targets = append(targets, verdict(fmt.Sprintf("analyze/%s", name), r, target))
-			}
-		}
-		times := func(name string, target float64) {
-			o, ok := t[name]
-			if !ok {
-				return
-			}
-			r := an.MBps() / o.MBps()
-			parts = append(parts, fmt.Sprintf("analyze/%s = %.2fx (CPU time: %.2fx)", name, r, an.CPUMBps()/o.CPUMBps()))
-			if target > 0 {
-				targets = append(targets, verdict(fmt.Sprintf("analyze/%s", name), r, target))
+				targets = append(targets, verdict("analyze/"+name, r, target))
 			}
 		}
 		tg := Targets{}
 		if an.Real {
 			tg = TargetsFor(an.MTU)
 		}
-		share(ToolReadLoop, tg.ReadLoop)
-		share(ToolReadLoopZeroCopy, tg.ZeroCopy)
-		times(ToolAnalyzeOne, tg.OneWorker)
-		share(ToolZstd, CompressedTarget)
-		share(ToolGzip, CompressedTarget)
-		if ts, ok := t[ToolTshark]; ok {
-			parts = append(parts, fmt.Sprintf("analyze/tshark = %.1fx (CPU time: %.1fx)", an.MBps()/ts.MBps(), an.CPUMBps()/ts.CPUMBps()))
-		}
+		ratio(ToolReadLoop, percent, tg.ReadLoop)
+		ratio(ToolReadLoopZeroCopy, percent, tg.ZeroCopy)
+		ratio(ToolAnalyzeOne, times(2), tg.OneWorker)
+		ratio(ToolZstd, percent, CompressedTarget)
+		ratio(ToolGzip, percent, CompressedTarget)
+		ratio(ToolTshark, times(1), 0)
 		line := f + ": " + strings.Join(parts, ", ")
 		if len(targets) > 0 {
 			line += "; targets: " + strings.Join(targets, ", ")
@@ -530,6 +520,15 @@ func Ratios(ms []Measure) []string {
 		}
 	}
 	return out
+}
+
+// percent writes ratio r as a share: 0.5 is "50%".
+func percent(r float64) string { return fmt.Sprintf("%.0f%%", 100*r) }
+
+// times writes a ratio as a multiple with the given decimals: times(2)(1.5)
+// is "1.50x".
+func times(decimals int) func(r float64) string {
+	return func(r float64) string { return fmt.Sprintf("%.*fx", decimals, r) }
 }
 
 // verdict says whether ratio r of what meets target.

@@ -181,7 +181,7 @@ func TestFile(t *testing.T) {
 
 // TestRatiosTargets: on a capture of real clients the line ends with the
 // issue's targets for its MTU, met or not; a compressed capture's line is
-// analyze against its decompressor.
+// analyze against its decompressor; tshark's ratio has no target.
 func TestRatiosTargets(t *testing.T) {
 	ms := []Measure{
 		{File: "lo.pcap", Size: 1e9, Tool: ToolReadLoop, Wall: time.Second, CPU: time.Second, MTU: 65535, Real: true},
@@ -195,6 +195,7 @@ func TestRatiosTargets(t *testing.T) {
 		{File: "lo.pcap.zst", Size: 1e8, Tool: ToolAnalyze, Wall: 1100 * time.Millisecond, CPU: 2 * time.Second, Codec: "zst", Real: true},
 		{File: "gen.pcap", Size: 1e9, Tool: ToolReadLoop, Wall: time.Second, CPU: time.Second, MTU: 65535},
 		{File: "gen.pcap", Size: 1e9, Tool: ToolAnalyze, Wall: 2 * time.Second, CPU: 2 * time.Second, MTU: 65535},
+		{File: "gen.pcap", Size: 1e9, Tool: ToolTshark, Wall: 21 * time.Second, CPU: 10 * time.Second, MTU: 65535},
 	}
 	got := Ratios(ms)
 	want := []string{
@@ -203,7 +204,7 @@ func TestRatiosTargets(t *testing.T) {
 		"eth.pcap: analyze/read loop = 67% (CPU time: 50%), analyze/analyze --workers 1 = 1.33x (CPU time: 1.00x); " +
 			"targets: analyze/read loop >= 0.80x BELOW, analyze/analyze --workers 1 >= 1.60x BELOW",
 		"lo.pcap.zst: analyze/zstd -dc = 91% (CPU time: 50%); targets: analyze/zstd -dc >= 0.80x met",
-		"gen.pcap: analyze/read loop = 50% (CPU time: 50%)",
+		"gen.pcap: analyze/read loop = 50% (CPU time: 50%), analyze/tshark = 10.5x (CPU time: 5.0x)",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("ratios:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

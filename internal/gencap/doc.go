@@ -90,7 +90,8 @@
 //     Decryption Secrets Blocks.
 //   - schedule.go: the heaps ordering segments and connections in time.
 //   - size.go: ParseSize, the sizes the bench commands take (100MB, 1GB).
-//   - manifest.go: Manifest, Resend, Attempt, Found; its JSON and Check;
+//   - manifest.go: Manifest, Resend, Attempt, Found; its JSON (WriteFile
+//     writes it to a file atomically) and Check;
 //     the Port and Source of a capture gencap did not make (a capture of
 //     real clients, internal/kafkatest/cmd/realcap).
 //   - tls_pipeline_test.go: an external test that runs kdupcap's pipeline

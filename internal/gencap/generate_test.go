@@ -5,8 +5,12 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -299,6 +303,63 @@ func TestManifestRoundTrip(t *testing.T) {
 	}
 	if _, err := ReadManifest(bytes.NewReader([]byte("{"))); err == nil {
 		t.Fatal("truncated manifest read without error")
+	}
+}
+
+// TestManifestWriteFile: WriteFile writes what WriteJSON writes, mode
+// 0644, over an existing manifest too, and leaves no temporary file; where
+// it cannot write, it fails and leaves nothing.
+func TestManifestWriteFile(t *testing.T) {
+	m := &Manifest{Config: Config{MTU: 1500}, Totals: Totals{Packets: 3}, Source: "test"}
+	var want bytes.Buffer
+	if err := m.WriteJSON(&want); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		prepare func(dir string) string // returns the path to write
+		fails   bool
+	}{
+		{"new", func(dir string) string { return filepath.Join(dir, "a.manifest.json") }, false},
+		{"existing", func(dir string) string {
+			p := filepath.Join(dir, "a.manifest.json")
+			if err := os.WriteFile(p, bytes.Repeat([]byte("old "), 1000), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, false},
+		{"no directory", func(dir string) string { return filepath.Join(dir, "missing", "a.manifest.json") }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := tc.prepare(dir)
+			err := m.WriteFile(path)
+			if tc.fails {
+				if err == nil || !strings.HasPrefix(err.Error(), "gencap: write manifest: ") {
+					t.Errorf("error %v, want one saying gencap: write manifest", err)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			} else {
+				got, err := os.ReadFile(path)
+				if err != nil || !bytes.Equal(got, want.Bytes()) {
+					t.Errorf("read back %q (%v), want %q", got, err, want.Bytes())
+				}
+				if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o644 {
+					t.Errorf("mode %v (%v), want 0644", st.Mode(), err)
+				}
+			}
+			var left []string
+			filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() && p != path {
+					left = append(left, p)
+				}
+				return nil
+			})
+			if len(left) > 0 {
+				t.Errorf("left behind: %v", left)
+			}
+		})
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 )
 
@@ -98,6 +100,33 @@ func (m *Manifest) WriteJSON(w io.Writer) error {
 		return fmt.Errorf("gencap: write manifest: %w", err)
 	}
 	return nil
+}
+
+// WriteFile writes m as WriteJSON does to path (mode 0644), atomically: to
+// a temporary file beside it, renamed to path once complete, so that a
+// failure leaves no partial manifest and an existing one as it was.
+func (m *Manifest) WriteFile(path string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("gencap: write manifest: %w", err)
+	}
+	if err = f.Chmod(0o644); err != nil { // CreateTemp makes it 0600
+		err = fmt.Errorf("gencap: write manifest: %w", err)
+	} else {
+		err = m.WriteJSON(f) // its error says gencap: write manifest
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("gencap: write manifest: %w", cerr)
+	}
+	if err == nil {
+		if rerr := os.Rename(f.Name(), path); rerr != nil {
+			err = fmt.Errorf("gencap: write manifest: %w", rerr)
+		}
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 // ReadManifest reads a manifest written by WriteJSON.

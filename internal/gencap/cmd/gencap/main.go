@@ -70,9 +70,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // write generates the capture at out and its manifest next to it (with
-// cfg.TLS its key log too), and returns the manifest's path. The capture
-// and key log are written to temporary files renamed once complete, so a
-// failure leaves no partial capture and an existing out untouched.
+// cfg.TLS its key log too), and returns the manifest's path. The capture,
+// key log and manifest are written to temporary files renamed once
+// complete, so a failure leaves no partial file and an existing out
+// untouched.
 func write(out string, cfg gencap.Config) (string, error) {
 	f, err := createTemp(out)
 	if err != nil {
@@ -99,15 +100,7 @@ func write(out string, cfg gencap.Config) (string, error) {
 		return "", err
 	}
 	path := gencap.ManifestPath(out)
-	mf, err := os.Create(path)
-	if err != nil {
-		return "", fmt.Errorf("gencap: %w", err)
-	}
-	err = m.WriteJSON(mf)
-	if cerr := mf.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("gencap: close %s: %w", path, cerr)
-	}
-	return path, err
+	return path, m.WriteFile(path)
 }
 
 // createTemp creates the temporary file that becomes path.

@@ -131,20 +131,15 @@ func manifest(res *kafkatest.BulkResult, mtu int, packets int64, path string) *g
 	return m
 }
 
+// writeManifest writes m, the manifest of capture, beside it (atomically)
+// and prints its path.
 func writeManifest(capture string, m *gencap.Manifest, stdout io.Writer) error {
 	path := gencap.ManifestPath(capture)
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("realcap: %w", err)
+	if err := m.WriteFile(path); err != nil {
+		return err // gencap: write manifest: ...
 	}
-	err = m.WriteJSON(f)
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("realcap: close %s: %w", path, cerr)
-	}
-	if err == nil {
-		fmt.Fprintln(stdout, path)
-	}
-	return err
+	fmt.Fprintln(stdout, path)
+	return nil
 }
 
 // recut writes src re-cut to 1500-byte IP packets into dst and returns its
