@@ -81,11 +81,25 @@ lint:
 unit:
 	$(GO) test -count=1 ./...
 
+# A run that fails with nothing but "context deadline exceeded" at the end
+# of FUZZTIME, no failing input written, is Go's own fuzz coordinator racing
+# its deadline (golang/go#75804, fixed in Go 1.27), not a finding: it is run
+# once more, and fails the target only when that fails too.
 fuzz-smoke:
-	@for t in $(FUZZ_TARGETS); do \
+	@log=$$(mktemp); trap 'rm -f $$log' EXIT; \
+	for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \
-		echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
-		$(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINTIME) $$pkg || exit 1; \
+		for try in 1 2; do \
+			echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
+			if $(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINTIME) $$pkg >$$log 2>&1; then \
+				cat $$log; break; fi; \
+			cat $$log; \
+			if [ $$try = 1 ] && grep -q 'context deadline exceeded' $$log && \
+				! grep -qE 'Failing input written|panic:|_test.go:[0-9]+:' $$log; then \
+				echo "fuzz $$pkg $$fn: the fuzz coordinator's deadline race (golang/go#75804), no failing input: once more"; \
+				continue; fi; \
+			exit 1; \
+		done; \
 	done
 
 fuzz:
