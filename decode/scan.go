@@ -90,7 +90,9 @@ func (s *batchScan) reset(size int) {
 }
 
 // quit stops the scan and forgets its sums.
-func (s *batchScan) quit() { s.step, s.sums, s.hit, s.seen = scanOff, s.sums[:0], 0, 0 }
+func (s *batchScan) quit() {
+	*s = batchScan{sums: s.sums[:0]} // pos too: a position of the last frame would stall the next
+}
 
 // off stops the scan where it is: what it summed stays.
 func (s *batchScan) off() { s.step = scanOff }
