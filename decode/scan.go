@@ -53,6 +53,17 @@ const (
 	scanDone                    // the body's tagged fields reached: nothing more to sum
 )
 
+// afterTags is the step after the tagged fields that step reads.
+func afterTags(step uint8) uint8 {
+	switch step {
+	case scanHeaderTags:
+		return scanTxnID
+	case scanPartTags:
+		return scanPartition
+	}
+	return scanTopic // scanTopicTags
+}
+
 // batchScan is the scan of the frame a direction buffers.
 type batchScan struct {
 	step     uint8
@@ -208,11 +219,11 @@ func (s *batchScan) advance(buf []byte) {
 			if s.flexible {
 				s.step = scanHeaderTags
 			}
-		case scanHeaderTags:
+		case scanHeaderTags, scanPartTags, scanTopicTags:
 			if !s.tags(buf) {
 				return
 			}
-			s.step = scanTxnID
+			s.step = afterTags(s.step)
 		case scanTxnID:
 			n, w, ok := s.count(buf, true)
 			if !ok || len(buf) < s.pos+w+max(n, 0) {
@@ -298,16 +309,6 @@ func (s *batchScan) advance(buf []byte) {
 			}
 			s.sums = append(s.sums, batchSum{start: s.start, n: s.stop - s.start, crc: s.crc})
 			s.step = scanBatch
-		case scanPartTags:
-			if !s.tags(buf) {
-				return
-			}
-			s.step = scanPartition
-		case scanTopicTags:
-			if !s.tags(buf) {
-				return
-			}
-			s.step = scanTopic
 		}
 	}
 }

@@ -303,13 +303,8 @@ func (d *Decrypter) Stats() Stats {
 // Decryption Secrets Block; nil when it was not decrypted. The lines hold
 // secrets: write them only where the key log itself may go.
 func (d *Decrypter) KeyLines(client, broker netip.AddrPort) []string {
-	d.mu.Lock()
-	ref, ok := d.keyConns[[2]netip.AddrPort{client, broker}]
+	ref, ok := d.keyRefOf(client, broker)
 	if !ok {
-		ref, ok = d.keyConns[[2]netip.AddrPort{broker, client}]
-	}
-	d.mu.Unlock()
-	if !ok || ref.random == ([32]byte{}) && ref.master == nil {
 		return nil
 	}
 	if ref.master != nil {
@@ -326,6 +321,14 @@ func (d *Decrypter) KeyLines(client, broker netip.AddrPort) []string {
 // a stretch of records left out cannot be stepped over beyond
 // Options.MaxGapRecords.
 func (d *Decrypter) DecryptedSince(client, broker netip.AddrPort) (time.Time, bool) {
+	ref, ok := d.keyRefOf(client, broker)
+	return ref.start, ok
+}
+
+// keyRefOf is what rememberKeys kept of the connection between client and
+// broker (either order); false when it was not decrypted, or its keys
+// proved wrong (forgetKeys).
+func (d *Decrypter) keyRefOf(client, broker netip.AddrPort) (keyRef, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	ref, ok := d.keyConns[[2]netip.AddrPort{client, broker}]
@@ -333,9 +336,9 @@ func (d *Decrypter) DecryptedSince(client, broker netip.AddrPort) (time.Time, bo
 		ref, ok = d.keyConns[[2]netip.AddrPort{broker, client}]
 	}
 	if !ok || ref.random == ([32]byte{}) && ref.master == nil {
-		return time.Time{}, false
+		return keyRef{}, false
 	}
-	return ref.start, true
+	return ref, true
 }
 
 // register lists a new TLS connection and counts it.
