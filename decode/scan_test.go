@@ -45,18 +45,6 @@ func taggedRecords(tag string, n int) []byte {
 	return out
 }
 
-// segments cuts b into pieces of n bytes.
-func segments(n int) func([]byte) [][]byte {
-	return func(b []byte) [][]byte {
-		var out [][]byte
-		for len(b) > n {
-			out = append(out, b[:n])
-			b = b[n:]
-		}
-		return append(out, b)
-	}
-}
-
 // TestScanSums: a produce request that spans segments is decoded to the
 // same batches as the same frame whole (CRC checks, Corrupt, fingerprints),
 // for every version that holds RecordBatches and any segment size; and the
@@ -76,7 +64,7 @@ func TestScanSums(t *testing.T) {
 			var s sink
 			d := New(&s, opts)
 			c := d.NewStream(client, broker, t0)
-			for _, p := range segments(seg)(frame) {
+			for _, p := range chunks(seg)(frame) {
 				c.Data(true, p, t0)
 			}
 			if seg < len(frame)-1 && d.scanHits != batches {
@@ -111,7 +99,7 @@ func TestScanFrameAfterLarger(t *testing.T) {
 		d := New(&s, Options{RecordPrints: true})
 		c := d.NewStream(client, broker, t0)
 		for _, frame := range [][]byte{large, small} {
-			for _, p := range segments(4096)(frame) {
+			for _, p := range chunks(4096)(frame) {
 				c.Data(true, p, t0)
 			}
 		}
@@ -140,7 +128,7 @@ func TestScanMangled(t *testing.T) {
 			}
 			opts := Options{RecordPrints: true}
 			want, wantStats, _ := decodeScript(opts, []msg{{fromClient: true, frame: bad}}, whole)
-			got, stats, _ := decodeScript(opts, []msg{{fromClient: true, frame: bad}}, segments(1000+rng.IntN(60000)))
+			got, stats, _ := decodeScript(opts, []msg{{fromClient: true, frame: bad}}, chunks(1000+rng.IntN(60000)))
 			if len(got) != len(want) || stats != wantStats {
 				t.Fatalf("v%d mangled %d: %d exchanges, stats %+v; whole %d, %+v", v, i, len(got), stats, len(want), wantStats)
 			}

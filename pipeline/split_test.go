@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -48,7 +49,9 @@ func TestSplitSameAsOneGoroutine(t *testing.T) {
 		if _, err := gencap.Generate(f, cfg); err != nil {
 			t.Fatal(err)
 		}
-		f.Close()
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
 		inputs = append(inputs, []string{path})
 	}
 	inputs = append(inputs, []string{holes(t, inputs[len(inputs)-1][0], 97)})
@@ -128,8 +131,11 @@ func holes(t *testing.T, path string, n int) string {
 	}
 	for i := 1; ; i++ {
 		data, ci, err := r.ReadPacketData()
-		if err != nil {
+		if err == io.EOF {
 			break
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 		if i%n != 0 {
 			if err := w.WritePacket(ci, data); err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -373,8 +374,11 @@ func TestTLSEvidenceFromHandshake(t *testing.T) {
 	moved := 0
 	for i := 0; ; i++ {
 		p, err := src.Next()
-		if err != nil {
+		if err == io.EOF {
 			break
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 		if i == 0 {
 			if err := w.WriteFileHeader(262144, p.LinkType); err != nil {
@@ -401,8 +405,24 @@ func TestTLSEvidenceFromHandshake(t *testing.T) {
 		t.Fatal(err)
 	}
 	late := cliAnalyzeOK(t, "--tls-keylog", keyPath, pcap)
+	// The committed capture's findings (its golden file says them) are
+	// those of the moved one but for their times.
 	if len(late.Findings) != len(first) {
 		t.Fatalf("the moved capture has %d findings, want the %d of the committed one", len(late.Findings), len(first))
+	}
+	for i, f := range late.Findings {
+		g := first[i]
+		ids := func(f cliFinding) (out []int32) {
+			for _, a := range f.Attempts {
+				out = append(out, a.CorrelationID)
+			}
+			return out
+		}
+		if f.Topic != g.Topic || f.Partition != g.Partition || f.Verdict != g.Verdict ||
+			!slices.Equal(f.AppendedOffsets, g.AppendedOffsets) || !slices.Equal(ids(f), ids(g)) {
+			t.Errorf("finding %d of the moved capture: %s %d %s %v %v, want the committed one's %s %d %s %v %v", i,
+				f.Topic, f.Partition, f.Verdict, f.AppendedOffsets, ids(f), g.Topic, g.Partition, g.Verdict, g.AppendedOffsets, ids(g))
+		}
 	}
 	checkTLSEvidence(t, dir, pcap, keyPath, keys0(t, keyPath), rawLines(late.Findings))
 }
