@@ -129,8 +129,8 @@ func (a *pcapAhead) run() {
 	}
 }
 
-// next returns the next chunk and the one it replaces, to give back
-// (giveBack) once nothing is read from it any more.
+// next returns the next chunk and the one it replaces (nil at the first),
+// to unref once nothing is read from it any more.
 func (a *pcapAhead) next() (aheadChunk, *aheadBuf) {
 	c := <-a.full // the goroutine sends until it has sent rd's error
 	old := a.cur
@@ -139,13 +139,6 @@ func (a *pcapAhead) next() (aheadChunk, *aheadBuf) {
 		a.ended = true
 	}
 	return c, old
-}
-
-// giveBack drops the parser's reference to a chunk.
-func (a *pcapAhead) giveBack(c *aheadBuf) {
-	if c != nil {
-		c.unref()
-	}
 }
 
 // drop lets the chunks go to the pool once rd's error was taken: the
@@ -181,7 +174,9 @@ func (b *pcapBuf) fillAhead() {
 	start := pcapBufSize - len(left)
 	buf := c.c.buf
 	copy(buf[start:pcapBufSize], left)
-	b.ahead.giveBack(old)
+	if old != nil {
+		old.unref() // the parser's reference: its bytes left are moved
+	}
 	b.buf, b.r, b.w = buf, start, pcapBufSize+c.n
 	b.off += int64(c.n)
 	b.ahead.handed.Store(b.off)

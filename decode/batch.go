@@ -113,23 +113,14 @@ func (d *Decoder) appendBatches(dst []Batch, records []byte, topic string, id [1
 // recordBatch reads the RecordBatch at the start of b and returns it with
 // its length.
 func (d *Decoder) recordBatch(b []byte) (Batch, int, error) {
-	if d.scan != nil && len(b) >= batchHeaderBytes {
-		length := int32(binary.BigEndian.Uint32(b[8:]))
-		n := 12 + int(length)
-		if length >= batchHeaderBytes-12 && n <= len(b) {
-			if sum, ok := d.scan.summed(d.scanBuf, b, n); ok {
-				// recordBatchAt, with what was summed as the frame came
-				// (scan.go).
-				bt := batchHeader(b, n)
-				bt.Hash = xxh3.Hash(b[batchAttrOffset:n])
-				bt.Corrupt = sum.crc != bt.CRC
-				d.scanHits++
-				return bt, n, nil
+	if n, ok := batchLen(b); ok {
+		var sum *batchSum
+		if d.scan != nil {
+			if sum = d.scan.summed(d.scanBuf, b, n); sum != nil {
+				d.scanHits++ // summed as the frame came (scan.go)
 			}
 		}
-	}
-	if bt, n, ok := recordBatchAt(b); ok {
-		return bt, n, nil
+		return wholeBatch(b, n, sum), n, nil
 	}
 	if len(b) < batchHeaderBytes {
 		return Batch{}, 0, fmt.Errorf("partial record batch header of %d bytes", len(b))
@@ -145,19 +136,40 @@ func (d *Decoder) recordBatch(b []byte) (Batch, int, error) {
 // batch is cut short by its byte limit as a rule): false when b does not
 // start with a whole RecordBatch.
 func recordBatchAt(b []byte) (Batch, int, bool) {
-	if len(b) < batchHeaderBytes {
+	n, ok := batchLen(b)
+	if !ok {
 		return Batch{}, 0, false
+	}
+	return wholeBatch(b, n, nil), n, true
+}
+
+// batchLen returns the length of the RecordBatch at the start of b, false
+// when b does not start with a whole one.
+func batchLen(b []byte) (int, bool) {
+	if len(b) < batchHeaderBytes {
+		return 0, false
 	}
 	length := int32(binary.BigEndian.Uint32(b[8:]))
 	n := 12 + int(length)
 	if length < batchHeaderBytes-12 || n > len(b) {
-		return Batch{}, 0, false
+		return 0, false
 	}
+	return n, true
+}
+
+// wholeBatch reads the RecordBatch of n bytes at the start of b, whose
+// length batchLen has checked. Its CRC-32C is sum's when sum is not nil
+// (summed as the frame came), else it is computed here with the hash.
+func wholeBatch(b []byte, n int, sum *batchSum) Batch {
 	bt := batchHeader(b, n)
 	var crc uint32
-	crc, bt.Hash = batchSums(b[batchAttrOffset:n])
+	if sum != nil {
+		crc, bt.Hash = sum.crc, xxh3.Hash(b[batchAttrOffset:n])
+	} else {
+		crc, bt.Hash = batchSums(b[batchAttrOffset:n])
+	}
 	bt.Corrupt = crc != bt.CRC
-	return bt, n, true
+	return bt
 }
 
 // batchHeader reads the header fields of the RecordBatch of n bytes at the

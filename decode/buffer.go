@@ -148,11 +148,7 @@ func (d *Decoder) takeSpare(n, want int) []byte {
 	if best < 0 {
 		return nil
 	}
-	a := d.spares[best]
-	last := len(d.spares) - 1
-	d.spares[best], d.spares[last] = d.spares[last], nil
-	d.spares = d.spares[:last]
-	d.spareBytes -= int64(cap(a))
+	a := d.removeSpare(best)
 	return a[:cap(a)]
 }
 
@@ -183,11 +179,18 @@ func (d *Decoder) dropSpare(n int) bool {
 	if small < 0 {
 		return false
 	}
-	d.spareBytes -= int64(cap(d.spares[small]))
-	last := len(d.spares) - 1
-	d.spares[small], d.spares[last] = d.spares[last], nil
-	d.spares = d.spares[:last]
+	d.removeSpare(small)
 	return true
+}
+
+// removeSpare takes spare i out of the spares and returns it.
+func (d *Decoder) removeSpare(i int) []byte {
+	a := d.spares[i]
+	last := len(d.spares) - 1
+	d.spares[i], d.spares[last] = d.spares[last], nil
+	d.spares = d.spares[:last]
+	d.spareBytes -= int64(cap(a))
+	return a
 }
 
 // overflow drops the partial frame of dir, synced, which could not grow:

@@ -341,11 +341,11 @@ func New(sink Sink, opts Options) *Decoder {
 // nil when it cannot be Kafka: Sniff is off and neither end is on a Kafka
 // port. It satisfies capture.Stream.
 func (d *Decoder) NewStream(a, b netip.AddrPort, ts time.Time) *Conn {
-	if !d.Takes(a, b) {
-		return nil
-	}
 	aPort := slices.Contains(d.opts.Ports, a.Port())
 	bPort := slices.Contains(d.opts.Ports, b.Port())
+	if !aPort && !bPort && !d.opts.Sniff {
+		return nil
+	}
 	c := &Conn{d: d, a: a, b: b}
 	c.dirs[0].fromA = true
 	switch {

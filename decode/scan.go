@@ -117,19 +117,13 @@ func (s *batchScan) more(buf []byte, whole bool) {
 	}
 }
 
-// uvarint reads a uvarint at buf[pos:]: the value and its length, 0 when
-// more bytes are needed, -1 when it overflows.
-func uvarint(buf []byte, pos int) (uint32, int) {
-	return kbin.Uvarint(buf[pos:])
-}
-
 // count reads an array count (compact when flexible) or a string or bytes
 // length (int16 when short is set and not flexible, else int32) at pos:
 // the value (-1 for null), its length in bytes, and whether the bytes
 // were there; an overflowing varint stops the scan.
 func (s *batchScan) count(buf []byte, short bool) (int, int, bool) {
 	if s.flexible {
-		v, n := uvarint(buf, s.pos)
+		v, n := kbin.Uvarint(buf[s.pos:]) // n: 0 wants more bytes, -1 overflows
 		switch {
 		case n == 0:
 			return 0, 0, false
@@ -314,19 +308,19 @@ func (s *batchScan) advance(buf []byte) {
 }
 
 // summed returns what the scan of buf summed for the RecordBatch of n
-// bytes at the start of b, a part of buf, if it did: the scan's sums are
+// bytes at the start of b, a part of buf, or nil if it did not: the scan's sums are
 // in frame order and so are the batches asked for, so the search starts
 // at the last one found.
-func (s *batchScan) summed(buf, b []byte, n int) (*batchSum, bool) {
+func (s *batchScan) summed(buf, b []byte, n int) *batchSum {
 	for i := s.hit; i < len(s.sums); i++ {
 		e := &s.sums[i]
 		if e.start < len(buf) && &buf[e.start] == &b[0] {
 			if e.n != n {
-				return nil, false
+				return nil
 			}
 			s.hit = i + 1
-			return e, true
+			return e
 		}
 	}
-	return nil, false
+	return nil
 }

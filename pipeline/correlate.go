@@ -263,7 +263,7 @@ func (c *Correlate) Summary(name string, fs report.FleetSummary) report.Summary 
 	fs.FleetFindings, fs.Local = c.fleet, c.local
 	for _, h := range c.src.Hosts() {
 		fs.Hosts = append(fs.Hosts, report.FleetHost{Host: h.Host, Attempts: h.Attempts, ConnEnds: h.ConnEnds,
-			Late: h.Late, MaxLate: h.MaxLate, MaxLag: h.MaxLag})
+			Late: h.Late, MaxLate: h.MaxLate, MaxLag: h.MaxLag, Forced: h.Forced})
 	}
 	s.Fleet = &fs
 	return s

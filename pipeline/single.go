@@ -411,15 +411,15 @@ func (c *splitConn) Data(fromA bool, data []byte, ts time.Time) bool {
 		c.settled = c.s.Settled()
 		return ok
 	}
-	if sp.inPlace(data) {
-		sp.cur.bytes += len(data)
+	inPlace := sp.inPlace(data) // may hand the batch on: sp.cur after it
+	b := sp.cur
+	b.bytes += len(data)
+	if inPlace {
 		sp.add(splitEvent{conn: c, kind: splitData, fromA: fromA, ref: data, ts: ts})
 		return true
 	}
-	b := sp.cur
 	off := len(b.data)
 	b.data = append(b.data, data...)
-	b.bytes += len(data)
 	sp.add(splitEvent{conn: c, kind: splitData, fromA: fromA, off: off, n: len(data), ts: ts})
 	return true
 }

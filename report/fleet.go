@@ -55,6 +55,10 @@ type FleetHost struct {
 	// most.
 	Late            int64
 	MaxLate, MaxLag time.Duration
+	// Forced counts its attempts passed on before their time because the
+	// correlation held as many as it may (fleet.MergeOptions.MaxHeld): a
+	// slower host's attempts of that time come after them.
+	Forced int64
 }
 
 // Latest returns the host that lagged most, and by how much; false when
@@ -111,6 +115,9 @@ func fleetLines(s *Summary) []string {
 			if h.Late > 0 {
 				line += fmt.Sprintf("; %d came later than the %s bound (by up to %s), taken as they came", h.Late, f.Lateness, h.MaxLate.Round(time.Millisecond))
 			}
+			if h.Forced > 0 {
+				line += fmt.Sprintf("; %d passed on before the bound, the correlation holding all it may: slower hosts' attempts of their time came after them", h.Forced)
+			}
 			out = append(out, line)
 		}
 		if l, ok := f.Latest(); ok {
@@ -149,6 +156,7 @@ type jsonFleetHost struct {
 	Late      int64   `json:"late,omitempty"`
 	MaxLateMs float64 `json:"max_late_ms,omitempty"`
 	MaxLagMs  float64 `json:"max_lag_ms"`
+	Forced    int64   `json:"forced,omitempty"`
 }
 
 type jsonAttempts struct {
@@ -172,7 +180,7 @@ func toJSONFleet(f *FleetSummary) *jsonFleet {
 		Partitions: f.Partitions, Revoked: f.Revoked, FleetFindings: f.FleetFindings, Local: f.Local,
 		Hosts: make([]jsonFleetHost, len(f.Hosts)), Errors: f.Errors}
 	for i, h := range f.Hosts {
-		j.Hosts[i] = jsonFleetHost{Host: h.Host, Attempts: h.Attempts, ConnEnds: h.ConnEnds, Late: h.Late, MaxLateMs: ms(h.MaxLate), MaxLagMs: ms(h.MaxLag)}
+		j.Hosts[i] = jsonFleetHost{Host: h.Host, Attempts: h.Attempts, ConnEnds: h.ConnEnds, Late: h.Late, MaxLateMs: ms(h.MaxLate), MaxLagMs: ms(h.MaxLag), Forced: h.Forced}
 	}
 	if l, ok := f.Latest(); ok {
 		j.LatestHost, j.LatestLagMs = l.Host, ms(l.MaxLag)
