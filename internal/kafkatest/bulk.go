@@ -40,6 +40,16 @@ type Bulk struct {
 	// come as an application's would, many requests of a few hundred KB,
 	// rather than all at once in a few of megabytes.
 	Rate int64
+	// Burst is the records a producer buffers before it sends them and
+	// waits for their answers (kgo.ManualFlushing, then Flush), as a batch
+	// job or a request handler flushing its output does: a request then
+	// carries one burst, about Burst*RecordBytes bytes in one batch per
+	// partition, however loaded the machine is. With kgo's own batching
+	// (lingering 0, one request in flight) the records pile up while a
+	// request is out, so the requests grew with the machine's load (0.1 to
+	// 5 MB on one machine from one run to the next), and two captures did
+	// not compare.
+	Burst int
 	// Seed draws the keys and values.
 	Seed uint64
 	// Log, if set, is told how the run goes.
@@ -47,7 +57,7 @@ type Bulk struct {
 }
 
 // DefaultBulk is what a zero field of Bulk takes.
-var DefaultBulk = Bulk{Bytes: 100 << 20, Producers: 4, Partitions: 6, RecordBytes: 700, Every: 5, Faults: 12, Rate: 128 << 20, Seed: 1}
+var DefaultBulk = Bulk{Bytes: 100 << 20, Producers: 4, Partitions: 6, RecordBytes: 700, Every: 5, Faults: 12, Rate: 128 << 20, Burst: 1000, Seed: 1}
 
 // bulkBufferKiB is the kernel buffer of a BulkCapture's tcpdump: room for
 // what the producers send while tcpdump waits for the CPU.
@@ -148,6 +158,7 @@ func (b Bulk) withDefaults() Bulk {
 	orDefault(&b.Every, d.Every)
 	orDefault(&b.Faults, d.Faults)
 	orDefault(&b.Rate, d.Rate)
+	orDefault(&b.Burst, d.Burst)
 	if b.Seed == 0 {
 		b.Seed = d.Seed
 	}
@@ -168,9 +179,9 @@ func bulkIdempotent(i int) bool { return i%2 == 1 }
 
 // bulkProduce runs the producers until they produced about b.Bytes of
 // capture (the file itself lags: tcpdump writes what the kernel buffered
-// for it), then flushes them. One request in flight per producer, so that
-// the retry of a faulted request is the next request of its connection
-// carrying the partition; the records pile up meanwhile into large batches.
+// for it), each flushing a burst of b.Burst records at a time. One request
+// in flight per producer, so that the retry of a faulted request is the
+// next request of its connection carrying the partition.
 func bulkProduce(ctx context.Context, addr string, b Bulk) error {
 	var (
 		done atomic.Bool
@@ -191,6 +202,8 @@ func bulkProduce(ctx context.Context, addr string, b Bulk) error {
 		opts := append(baseOpts(addr, bulkTopic, bulkClientID(i), bulkIdempotent(i)),
 			kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 			kgo.MaxProduceRequestsInflightPerBroker(1),
+			kgo.ManualFlushing(),
+			kgo.MaxBufferedRecords(b.Burst+1),
 			kgo.ProduceRequestTimeout(300*time.Millisecond),
 			kgo.RequestTimeoutOverhead(20*time.Second),
 			kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }))
@@ -219,6 +232,11 @@ func bulkProduce(ctx context.Context, addr string, b Bulk) error {
 						fail(fmt.Errorf("kafkatest: bulk produce: %w", err))
 					}
 				})
+				if (n+1)%b.Burst == 0 {
+					if err := cl.Flush(ctx); err != nil {
+						fail(fmt.Errorf("kafkatest: bulk flush: %w", err))
+					}
+				}
 			}
 			if err := cl.Flush(ctx); err != nil {
 				fail(fmt.Errorf("kafkatest: bulk flush: %w", err))

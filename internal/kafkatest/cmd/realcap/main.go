@@ -5,10 +5,13 @@
 // broker's port), and with -eth its re-cut to 1500-byte IP packets
 // (kafkatest.Recut) with a manifest of its own. It needs tcpdump and root.
 //
-//	realcap -o real-lo.pcap -size 1GB [-eth real-eth.pcap] [-producers 4] [-seed 1]
+//	realcap -o real-lo.pcap -size 1GB [-eth real-eth.pcap] [-producers 4] [-burst 1000] [-seed 1]
 //
-// The capture is not reproducible byte for byte (timing decides batching
-// and retries): the manifest is derived from each run's own log.
+// Each producer flushes -burst records at a time, so that the requests'
+// sizes do not depend on the machine's load. The capture is still not
+// reproducible byte for byte (timing decides the segments, the
+// interleaving of connections and which requests are faulted): the
+// manifest is derived from each run's own log.
 package main
 
 import (
@@ -47,6 +50,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	every := fs.Int("every", d.Every, "fault every N-th produce request of a connection")
 	seed := fs.Uint64("seed", d.Seed, "seed of the keys and values")
 	rate := fs.Int64("rate", d.Rate, "bytes per second the producers write together")
+	burst := fs.Int("burst", d.Burst, "records a producer flushes at once: one request each, whatever the machine's load")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -62,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "realcap: -size: %v\n", err)
 		return 2
 	}
-	b := kafkatest.Bulk{Bytes: n, Producers: *producers, RecordBytes: *recordBytes, Faults: *faults, Every: *every, Rate: *rate, Seed: *seed, Log: stderr}
+	b := kafkatest.Bulk{Bytes: n, Producers: *producers, RecordBytes: *recordBytes, Faults: *faults, Every: *every, Rate: *rate, Burst: *burst, Seed: *seed, Log: stderr}
 	if err := write(*out, *eth, b, stdout); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
