@@ -86,7 +86,7 @@ func (c *Conn) grow(dir *direction, extra, want int) bool {
 	old := dir.arr
 	dir.arr, dir.buf = arr, arr[:len(dir.buf):n]
 	c.track(dir)
-	d.putSpare(old)
+	d.putSpare(old, keepBufBytes)
 	return true
 }
 
@@ -107,7 +107,7 @@ func (c *Conn) track(dir *direction) {
 func (c *Conn) release(dir *direction) {
 	arr := dir.arr
 	c.forget(dir)
-	c.d.putSpare(arr)
+	c.d.putSpare(arr, keepBufBytes)
 }
 
 // forget gives up dir.buf and its array, for good: its bytes may still be
@@ -152,10 +152,11 @@ func (d *Decoder) takeSpare(n, want int) []byte {
 	return a[:cap(a)]
 }
 
-// putSpare keeps arr, given up by its direction, for reuse if it is large
-// and the spares have room; else it is left to the collector.
-func (d *Decoder) putSpare(arr []byte) {
-	if cap(arr) <= keepBufBytes {
+// putSpare keeps arr, given up by its direction or by the exchange it was
+// lent to (lend.go), for reuse if it holds more than least bytes and the
+// spares have room; else it is left to the collector.
+func (d *Decoder) putSpare(arr []byte, least int) {
+	if cap(arr) <= least {
 		return
 	}
 	for len(d.spares) >= maxSpares || d.spareBytes+int64(cap(arr)) > d.spareBudget() {

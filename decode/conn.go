@@ -369,11 +369,16 @@ func (c *Conn) frames(dir *direction, b []byte, pos int64, ts time.Time) {
 			}
 			dir.frameStart = dir.bufTS
 			c.d.scan, c.d.scanBuf = &dir.scan, dir.buf
+			c.d.offer(dir, dir.buf)
 			c.frame(dir, dir.buf[4:], start, ts)
 			c.d.scan, c.d.scanBuf = nil, nil
-			dir.scan.quit()
-			dir.buf = dir.buf[:0]
-			c.idle(dir)
+			if c.d.settle() {
+				c.forget(dir) // its exchange took the array (lend.go)
+			} else {
+				dir.scan.quit()
+				dir.buf = dir.buf[:0]
+				c.idle(dir)
+			}
 			if !dir.synced {
 				return
 			}

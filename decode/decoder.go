@@ -125,7 +125,8 @@ type Options struct {
 	MaxBufferedFrameBytes int64
 	// MaxPrintBytes bounds, with RecordPrints, the batch bytes kept for
 	// record prints over the pending exchanges of all connections (the
-	// produce requests in flight); beyond it a batch is fingerprinted at
+	// produce requests in flight; a frame's array lent to its exchange
+	// counts whole, lend.go); beyond it a batch is fingerprinted at
 	// once (Stats.PrintedEager), and the prints so made that pending
 	// exchanges hold are bounded by as many bytes again, beyond which a
 	// batch is not fingerprinted (Stats.PrintsSkipped). Zero means
@@ -285,6 +286,9 @@ type Decoder struct {
 	// for RecordPrints; raw keeps batch bytes for Options.RecordPrints.
 	pr  Printer
 	raw rawPool
+	// lend is the array of the buffered request frame being decoded, for
+	// its exchange to take (lend.go).
+	lend frameLend
 }
 
 // New returns a Decoder handing complete exchanges to sink (nil discards

@@ -39,7 +39,9 @@
 // strings it keeps. A frame that spans segments is copied once, into an
 // array reused from frame to frame; while it comes, the CRCs and
 // fingerprints of its record batches are summed over the bytes just copied
-// (scan.go). Decoder.Takes and Decoder.Sure
+// (scan.go); a large produce request's array is then lent to its exchange
+// for the batch bytes kept for record prints, until the answer came
+// (lend.go), rather than copying them out again. Decoder.Takes and Decoder.Sure
 // say from the addresses alone which connections NewStream takes and which
 // take every byte from the start (Conn.Settled: only a sniffed connection
 // not yet known to be Kafka may refuse its bytes), for a caller that
@@ -79,6 +81,8 @@
 //     the arrays of large frames, reused.
 //   - scan.go: the batch CRCs and fingerprints of a request that spans
 //     segments, summed as its bytes come.
+//   - lend.go: a large request frame's array lent to its exchange for the
+//     batch bytes record prints keep.
 //   - oversized.go: frames over MaxHeldFrameBytes, passed over unheld.
 //   - frame.go: request headers and the probes that find a frame start.
 //   - message.go: the API keys decode reads; requests and responses dispatched.

@@ -77,6 +77,10 @@ type Exchange struct {
 	// Batches holds one entry per record batch (or legacy message set) in
 	// the request, in request order.
 	Batches []Batch
+
+	// frame is the array of the request's frame when its batches' kept
+	// bytes point into it (lend.go), until the Sink is done.
+	frame []byte
 }
 
 // NoResponse says why an Exchange has no response. Its values are printed
@@ -153,6 +157,7 @@ type Batch struct {
 	detached bool // see Detach
 	kept     bool // see KeepPrints
 	eager    bool // prints made at once, counted in rawPool.eager
+	lent     bool // raw points into its exchange's frame (lend.go)
 
 	// Response is the broker's answer for this partition; nil when the
 	// exchange has no response or the response did not name the partition.

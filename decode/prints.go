@@ -12,8 +12,10 @@ import (
 // keeps the bytes of each batch from its request to the moment its exchange is handed to the Sink, and the
 // Sink calls Batch.RecordPrints for the batches it wants matched (detect
 // asks for those of failed or unanswered attempts and for the batches that
-// follow them on the same partition). The bytes live in pooled buffers by
-// size class, so keeping them allocates nothing in the steady state; the
+// follow them on the same partition). The bytes live in the array of
+// their request's frame, lent to the exchange (lend.go), or in pooled
+// buffers by size class, so keeping them allocates nothing in the steady
+// state; the
 // bytes kept at once are bounded by Options.MaxPrintBytes, beyond which a batch is
 // fingerprinted at once instead (counted in Stats.PrintedEager).
 
@@ -118,6 +120,9 @@ func (b *Batch) RecordPrints() []RecordPrint {
 
 // keepRaw keeps raw, the bytes of batch, for RecordPrints.
 func (d *Decoder) keepRaw(batch *Batch, raw []byte) {
+	if d.lendRaw(batch, raw) {
+		return
+	}
 	class := max(bits.Len(uint(len(raw)-1)), minRawClass)
 	if class > maxRawClass || d.raw.held+len(raw) > d.opts.MaxPrintBytes {
 		batch.printed = true
@@ -159,18 +164,21 @@ func (d *Decoder) releaseRaw(x *Exchange) {
 		}
 		buf := b.raw
 		if buf == nil || b.detached {
-			continue
+			continue // a lent frame stays with detached bytes (returnFrame)
 		}
-		d.raw.held -= len(buf)
-		class := bits.Len(uint(cap(buf) - 1))
-		if class <= maxRawClass && cap(buf) == 1<<class && len(d.raw.free[class]) < maxRawFree {
-			d.raw.free[class] = append(d.raw.free[class], buf[:0])
+		if !b.lent {
+			d.raw.held -= len(buf)
+			class := bits.Len(uint(cap(buf) - 1))
+			if class <= maxRawClass && cap(buf) == 1<<class && len(d.raw.free[class]) < maxRawFree {
+				d.raw.free[class] = append(d.raw.free[class], buf[:0])
+			}
 		}
-		b.raw, b.printer = nil, nil
+		b.raw, b.printer, b.lent = nil, nil, false
 		if !b.kept {
 			b.prints, b.printed = nil, false
 		}
 	}
+	d.returnFrame(x)
 }
 
 // printsOf fingerprints the records of batch, whose bytes are raw, into
@@ -208,7 +216,7 @@ func (b *Batch) Detach(p *Printer) {
 	if b.raw == nil || b.detached {
 		return
 	}
-	if b.printer.pool != nil {
+	if b.printer.pool != nil && !b.lent { // a lent frame is counted whole, until its exchange is done
 		b.printer.pool.held -= len(b.raw)
 	}
 	b.printer, b.detached = p, true

@@ -85,6 +85,7 @@ func (c *Conn) produceRequest(dir *direction, h requestHeader, clientID *string,
 			}
 		}
 	}
+	d.takeFrame(x)
 	if req.Acks == 0 {
 		x.NoResponse = NoResponseAcks0
 		d.emit(x)

@@ -15,6 +15,11 @@ import (
 // of two partitions, each of three RecordBatches of about 10 KB, the
 // second of partition 1 corrupt (its CRC wrong).
 func bigProduce(v int16, corr int32, tag string) ([]byte, int) {
+	return bigProduceAcks(v, -1, corr, tag)
+}
+
+// bigProduceAcks is bigProduce with acks.
+func bigProduceAcks(v, acks int16, corr int32, tag string) ([]byte, int) {
 	var parts []part
 	batches := 0
 	for _, topic := range []string{"alpha", "beta"} {
@@ -31,7 +36,7 @@ func bigProduce(v int16, corr int32, tag string) ([]byte, int) {
 			parts = append(parts, part{topic, p, recs})
 		}
 	}
-	return requestFrame(produceRequest(v, -1, parts...), corr, "scan"), batches
+	return requestFrame(produceRequest(v, acks, parts...), corr, "scan"), batches
 }
 
 // taggedRecords is n records whose values start with tag.

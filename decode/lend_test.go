@@ -1,0 +1,120 @@
+package decode
+
+import (
+	"slices"
+	"testing"
+)
+
+// printingSink fingerprints every batch during the Produce call, as detect
+// does for those it matches, and keeps a copy of the prints; with detach,
+// it detaches the batches to a Printer of its own instead, as pipeline's
+// sharded run does, and fingerprints them after the whole script.
+type printingSink struct {
+	detach *Printer
+	xs     []*Exchange
+	prints [][]RecordPrint
+	lent   int // exchanges that held their frame's array when handed on
+}
+
+func (s *printingSink) Produce(x *Exchange) {
+	s.xs = append(s.xs, x)
+	if x.frame != nil {
+		s.lent++
+	}
+	for i := range x.Batches {
+		b := &x.Batches[i]
+		if s.detach != nil {
+			b.Detach(s.detach)
+			continue
+		}
+		s.prints = append(s.prints, slices.Clone(b.RecordPrints()))
+	}
+}
+
+// printsLater fingerprints the detached batches.
+func (s *printingSink) printsLater() {
+	for _, x := range s.xs {
+		for i := range x.Batches {
+			s.prints = append(s.prints, slices.Clone(x.Batches[i].RecordPrints()))
+		}
+	}
+}
+
+// TestLendFrame: a produce request that spans segments lends its frame's
+// array to its exchange instead of copying its batches out, and the prints
+// are those of the same frames decoded whole (copied by keepRaw), though
+// the next requests of the connection come before the answers; every
+// byte kept is given back once the exchanges are done, and the arrays
+// return as spares (or stay with detached batches, or with the direction
+// of an acks=0 request, handed on at once).
+func TestLendFrame(t *testing.T) {
+	const v = 9
+	tests := []struct {
+		name     string
+		acks     int16
+		maxPrint int
+		detach   bool
+		wantLent int
+	}{
+		{name: "answered after the next requests", acks: -1, wantLent: 3},
+		{name: "acks=0, handed on at once", acks: 0, wantLent: 3},
+		{name: "over MaxPrintBytes", acks: -1, maxPrint: 120 << 10, wantLent: 0},
+		{name: "detached", acks: -1, detach: true, wantLent: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var script []msg
+			for i, tag := range []string{"first", "second request, longer values", "third"} {
+				frame, _ := bigProduceAcks(v, tt.acks, int32(i), tag)
+				script = append(script, msg{fromClient: true, frame: frame})
+			}
+			if tt.acks != 0 {
+				for i := range 3 {
+					resp := produceResponse(v, answer{"alpha", 0, 0, 10}, answer{"alpha", 1, 0, 20}, answer{"beta", 0, 0, 30}, answer{"beta", 1, 0, 40})
+					script = append(script, msg{frame: responseFrame(resp, int32(i))})
+				}
+			}
+			opts := Options{RecordPrints: true, MaxPrintBytes: tt.maxPrint}
+			run := func(split func([]byte) [][]byte) (*printingSink, *Decoder) {
+				s := &printingSink{}
+				if tt.detach {
+					s.detach = NewPrinter(opts)
+				}
+				d := New(s, opts)
+				feed(d, script, split, false)
+				if tt.detach {
+					s.printsLater()
+				}
+				return s, d
+			}
+			want, _ := run(whole)
+			if want.lent != 0 || len(want.xs) != 3 {
+				t.Fatalf("frames whole: %d exchanges, %d lent", len(want.xs), want.lent)
+			}
+			for i, p := range want.prints {
+				if len(p) < 299 && tt.maxPrint == 0 { // the corrupt batches' last record does not read
+					t.Fatalf("frames whole: batch %d has %d prints, want 300", i, len(p))
+				}
+			}
+			got, d := run(chunks(4096))
+			if got.lent != tt.wantLent {
+				t.Errorf("%d exchanges lent their frame, want %d", got.lent, tt.wantLent)
+			}
+			if len(got.prints) != len(want.prints) {
+				t.Fatalf("%d batches printed, want %d", len(got.prints), len(want.prints))
+			}
+			for i := range want.prints {
+				if !slices.Equal(got.prints[i], want.prints[i]) {
+					t.Errorf("batch %d: prints differ from the frame whole's", i)
+				}
+			}
+			if d.raw.held != 0 || d.raw.eager != 0 || d.held != 0 || d.lend.arr != nil {
+				t.Errorf("after the run: kept %d bytes, %d eager prints, %d buffered, lend %v", d.raw.held, d.raw.eager, d.held, d.lend.arr != nil)
+			}
+			spared := slices.ContainsFunc(d.spares, func(a []byte) bool { return cap(a) >= len(script[0].frame) })
+			if wantSpared := tt.wantLent > 0 && !tt.detach && tt.acks != 0; spared != wantSpared {
+				t.Errorf("a frame's array among the spares: %v, want %v", spared, wantSpared)
+			}
+		})
+	}
+}
