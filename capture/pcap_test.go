@@ -285,7 +285,7 @@ func TestPcapAheadChunks(t *testing.T) {
 // packet not read ahead cannot be held.
 func TestHold(t *testing.T) {
 	b := pcapHeader(0xffff)
-	for i := 0; len(b) < 8*aheadChunkData; i++ {
+	for i := 0; len(b) < 2*(aheadChunks+2)*aheadChunkData; i++ { // a held packet every 20, about two chunks apart
 		n := 20000 + i%9000
 		b = recordHeader(b, uint32(1700000000+i), uint32(n), uint32(n))
 		for j := range n {

@@ -126,10 +126,12 @@ func (p *single) stats() detect.Stats {
 // the packet being added, in a chunk read ahead: capture.Packet.Hold) are
 // handed on in place, the batch holding their chunk until it is done; the
 // others (reassembled from several segments, decrypted) are copied into
-// the batch. A few batches are in flight (splitBatches), each ending at
+// the batch. Some batches are in flight (splitBatches), each ending at
 // splitBytes of bytes or splitEvents events, or where the packets' chunk
-// changes: the reader is at most that far ahead, the bytes still in the
-// cache when decoded, and the memory bounded.
+// changes: the reader is at most that far ahead (3 MiB), the memory
+// bounded, and far enough for the bursts of decoding at a large request's
+// end (4 batches were not: 0.32 s against 0.26 s with 12 on a real 1 GiB
+// loopback capture, 0.63 against 0.56 s on its 1500-MTU re-cut).
 //
 // Capture must know at once when a Conn refuses its connection's bytes
 // (Data returns false: sniffed, and not Kafka). A Conn on a Kafka port
@@ -140,7 +142,7 @@ func (p *single) stats() detect.Stats {
 // after maxDrains drains the reader keeps the Decoder and the run goes on
 // on one goroutine (inline).
 const (
-	splitBatches = 4
+	splitBatches = 12
 	splitBytes   = 256 << 10
 	splitEvents  = 2048
 	maxDrains    = 1024
