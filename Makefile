@@ -177,17 +177,20 @@ bench-big: build bench-tools
 # (internal/kafkatest/cmd/realcap, its manifest derived from the broker's
 # log), into REAL_PREFIX-lo.pcap; its re-cut to 1500-byte IP packets,
 # REAL_PREFIX-eth.pcap; the loopback one compressed with zstd and gzip
-# (REAL_PREFIX-lo.pcap.zst, .gz). It needs root and tcpdump (skipped
-# without them), and is not reproducible byte for byte: each run derives
-# its manifest from its own log. real_files lists the files made.
+# (REAL_PREFIX-lo.pcap.zst, .gz). Each producer flushes REAL_BURST records
+# at a time (1000: requests of about 700 KB; 6000: about 4 MB), so that the
+# requests do not depend on the machine's load. It needs root and tcpdump
+# (skipped without them), and is not reproducible byte for byte: each run
+# derives its manifest from its own log. real_files lists the files made.
 REAL_SIZE   ?= $(BENCH_SIZE)
 REAL_PREFIX ?= $(BENCH_DIR)/real
+REAL_BURST  ?= 1000
 bench-real:
 	@if [ "$$(id -u)" != 0 ] || ! command -v tcpdump >/dev/null; then \
 		echo "== real-client capture skipped: it needs root and tcpdump"; exit 0; fi; \
 	set -e; mkdir -p $(dir $(REAL_PREFIX)); \
 	echo "== real-client capture: kgo producers against kfake, $(REAL_SIZE), tcpdump on lo"; \
-	$(GO) run ./internal/kafkatest/cmd/realcap -o $(REAL_PREFIX)-lo.pcap -size $(REAL_SIZE) -eth $(REAL_PREFIX)-eth.pcap; \
+	$(GO) run ./internal/kafkatest/cmd/realcap -o $(REAL_PREFIX)-lo.pcap -size $(REAL_SIZE) -burst $(REAL_BURST) -eth $(REAL_PREFIX)-eth.pcap; \
 	if command -v zstd >/dev/null; then zstd -q -f -T0 $(REAL_PREFIX)-lo.pcap -o $(REAL_PREFIX)-lo.pcap.zst; fi; \
 	if command -v gzip >/dev/null; then gzip -c $(REAL_PREFIX)-lo.pcap > $(REAL_PREFIX)-lo.pcap.gz; fi
 real_files = $$(for f in $(1)-lo.pcap $(1)-eth.pcap $(1)-lo.pcap.zst $(1)-lo.pcap.gz; do [ -f $$f ] && echo $$f; done)

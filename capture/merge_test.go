@@ -432,7 +432,7 @@ func testMergeReadsAhead(t *testing.T, files [][]mpkt, wantAhead, wantSets int) 
 	if mostAhead != wantAhead {
 		t.Errorf("at most %d sources read ahead at once, want %d", mostAhead, wantAhead)
 	}
-	if bufs != wantSets*aheadChunks {
-		t.Errorf("%d chunks made, want %d", bufs, wantSets*aheadChunks)
+	if bufs != wantSets*aheadChunksCompressed {
+		t.Errorf("%d chunks made, want %d", bufs, wantSets*aheadChunksCompressed)
 	}
 }

@@ -372,14 +372,16 @@ func (s *Source) pcapAhead(pool *bufPool) bool {
 		return false
 	}
 	var release func()
+	n := aheadChunks
 	if s.ra != nil {
 		r, rel, ok := s.ra.detach()
 		if !ok {
 			return false
 		}
 		s.cnt.r, release = r, rel
+		n = aheadChunksCompressed
 	}
-	b.ahead = startAhead(b.rd, release, pool.chunkPool(), b.off)
+	b.ahead = startAhead(b.rd, release, pool.chunkPool(), b.off, n)
 	s.ahead.Store(b.ahead)
 	return true
 }
