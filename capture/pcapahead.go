@@ -21,7 +21,8 @@ import (
 // every Hold on it (Packet.Hold) is released: a caller that decodes on
 // another goroutine keeps the packets' bytes there instead of copying
 // them. aheadChunks leaves room for the holds of the batches in flight
-// (pipeline's splitBatches) and reads 4 MiB ahead of a file: decoding
+// (pipeline's splitBatches; fewer chunks only make the reader wait for
+// the decoder to release one) and reads 4 MiB ahead of a file: decoding
 // works in bursts (a large request's batches are hashed and its answer
 // detected at its end), and the reading must go on meanwhile. With 6
 // chunks, on a real capture of 4 MB requests, the two goroutines took

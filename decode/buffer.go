@@ -24,7 +24,9 @@ const minGrow = 512
 // made, copied again at every doubling, and collected. So a buffer is cut
 // from a larger array (direction.arr) that outlives its frame: grown
 // within it without a copy, handed back to the Decoder's spares when the
-// frame is done, and taken by the next large frame of any connection.
+// frame is done (or, a large produce request's, lent to its exchange and
+// handed back once that is done: lend.go), and taken by the next large
+// frame of any connection.
 // What the bound counts (held) is unchanged: a direction is charged the
 // capacity it would have had with buffers of its own, so the same frames
 // are refused; the arrays' room beyond it (the spares, and the part of an

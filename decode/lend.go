@@ -10,8 +10,8 @@ package decode
 // spare, buffer.go), and the array becomes a spare once the exchange was
 // handed to the Sink (releaseRaw). The bytes kept are bounded as before,
 // by Options.MaxPrintBytes, the lent array's capacity counted in full;
-// beyond it, or for an array much larger than its frame, the batches are
-// copied or fingerprinted at once as keepRaw does. Small frames are not
+// beyond it, or for an array over a quarter larger than its frame, the
+// batches are copied or fingerprinted at once as keepRaw does. Small frames are not
 // lent: copying them costs less than the array their direction would have
 // to make for the next frame.
 
@@ -24,15 +24,17 @@ type frameLend struct {
 	// arr is the array of the frame's direction, nil when the frame is not
 	// buffered or too small to lend.
 	arr []byte
-	// taken: batches' kept bytes point into arr, counted in rawPool.held;
-	// the exchange takes arr, the direction gives it up.
+	// taken: batches' kept bytes point into arr, counted in rawPool.held
+	// until their exchange is done; the exchange takes arr, and the
+	// direction gives it up (also when the exchange was done at once,
+	// acks=0, but its batches were detached: their bytes keep arr).
 	taken bool
 }
 
 // offer lets the exchange of frame, buffered in dir, take dir's array
 // while the frame is decoded; call settle after.
 func (d *Decoder) offer(dir *direction, frame []byte) {
-	if !d.opts.RecordPrints || len(frame) < minLendBytes || cap(dir.arr) > 2*len(frame) {
+	if !d.opts.RecordPrints || dir.role == roleResponses || len(frame) < minLendBytes || cap(dir.arr) > len(frame)+len(frame)/4 {
 		return
 	}
 	d.lend = frameLend{arr: dir.arr}
@@ -75,7 +77,7 @@ func (d *Decoder) takeFrame(x *Exchange) {
 // a spare for the next large frames, or, when a batch's bytes were
 // detached (they outlive the call), left to them. An exchange handed on
 // while its frame is still being decoded (acks=0) leaves the array with
-// its direction.
+// its direction, unless detached bytes keep it.
 func (d *Decoder) returnFrame(x *Exchange) {
 	arr := x.frame
 	if arr == nil {
@@ -83,14 +85,18 @@ func (d *Decoder) returnFrame(x *Exchange) {
 	}
 	x.frame = nil
 	d.raw.held -= cap(arr)
-	if d.lend.taken && &d.lend.arr[:1][0] == &arr[:1][0] {
-		d.lend.taken = false
-		return
-	}
+	kept := false
 	for i := range x.Batches {
 		if x.Batches[i].lent && x.Batches[i].detached {
-			return
+			kept = true
+			break
 		}
 	}
-	d.putSpare(arr, minLendBytes)
+	if d.lend.taken && &d.lend.arr[:1][0] == &arr[:1][0] {
+		d.lend.taken = kept // the direction gives arr up only if kept
+		return
+	}
+	if !kept {
+		d.putSpare(arr, minLendBytes)
+	}
 }

@@ -57,9 +57,13 @@ func TestLendFrame(t *testing.T) {
 		wantLent int
 	}{
 		{name: "answered after the next requests", acks: -1, wantLent: 3},
-		{name: "acks=0, handed on at once", acks: 0, wantLent: 3},
+		// The array stays with the direction: the third frame, smaller
+		// than the second, is cut from its array, over a quarter larger
+		// than it, and copied.
+		{name: "acks=0, handed on at once", acks: 0, wantLent: 2},
 		{name: "over MaxPrintBytes", acks: -1, maxPrint: 120 << 10, wantLent: 0},
 		{name: "detached", acks: -1, detach: true, wantLent: 3},
+		{name: "acks=0, detached", acks: 0, detach: true, wantLent: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -55,9 +55,10 @@ type FleetHost struct {
 	// most.
 	Late            int64
 	MaxLate, MaxLag time.Duration
-	// Forced counts its attempts passed on before their time because the
-	// correlation held as many as it may (fleet.MergeOptions.MaxHeld): a
-	// slower host's attempts of that time come after them.
+	// Forced counts its records (attempts and connection ends) passed on
+	// before their time because the correlation held as many as it may
+	// (fleet.MergeOptions.MaxHeld): a slower host's attempts of that time
+	// may come after them.
 	Forced int64
 }
 
@@ -116,7 +117,7 @@ func fleetLines(s *Summary) []string {
 				line += fmt.Sprintf("; %d came later than the %s bound (by up to %s), taken as they came", h.Late, f.Lateness, h.MaxLate.Round(time.Millisecond))
 			}
 			if h.Forced > 0 {
-				line += fmt.Sprintf("; %d passed on before the bound, the correlation holding all it may: slower hosts' attempts of their time came after them", h.Forced)
+				line += fmt.Sprintf("; %d records passed on before the bound, the correlation holding all it may: slower hosts' attempts of their time may have come after them", h.Forced)
 			}
 			out = append(out, line)
 		}

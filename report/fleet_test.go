@@ -33,7 +33,7 @@ func TestFleetHostLines(t *testing.T) {
 		{
 			name:      "forced",
 			host:      FleetHost{Host: "b3", Attempts: 70000, Forced: 4464},
-			want:      []string{"4464 passed on before the bound"},
+			want:      []string{"4464 records passed on before the bound"},
 			wantNot:   []string{"came later"},
 			jsonField: `"forced":4464`,
 		},
