@@ -173,13 +173,12 @@ type splitEvent struct {
 }
 
 // splitBatch is a batch of events, the bytes copied for them, and the
-// chunk its other bytes lie in, held (held) until the batch is done;
-// bytes counts both.
+// chunk its other bytes lie in, held until the batch is done (the zero
+// Hold when none); bytes counts both.
 type splitBatch struct {
 	events []splitEvent
 	data   []byte
 	hold   capture.Hold
-	held   bool
 	bytes  int
 }
 
@@ -192,12 +191,14 @@ type split struct {
 	full chan *splitBatch
 	done chan struct{}
 	// inline: the goroutine is done or idle for good, and dec and det are
-	// the reader's; drains counts the drains before, up to maxDrains.
+	// the reader's; drains counts the drains before, up to maxDrains, that
+	// had something to wait for (a batch handed on since the last).
 	inline    bool
 	drains    int
 	maxDrains int
-	// handed counts the batches handed to the goroutine.
-	handed int
+	// handed counts the batches handed to the goroutine; idleAt is what
+	// it was at the last drain.
+	handed, idleAt int
 	// want asks the goroutine for the Detector's counts; last is what it
 	// gave.
 	want atomic.Bool
@@ -258,17 +259,17 @@ func (sp *split) inPlace(data []byte) bool {
 	if n == 0 || n > len(p.Data) || &data[0] != &p.Data[len(p.Data)-n] {
 		return false
 	}
-	if b := sp.cur; b.held && b.hold.Holds(*p) {
+	if sp.cur.hold.Holds(*p) {
 		return true
 	}
-	if sp.cur.held {
+	if sp.cur.hold != (capture.Hold{}) {
 		sp.send()
 	}
 	h, ok := p.Hold()
 	if !ok {
 		return false
 	}
-	sp.cur.hold, sp.cur.held = h, true
+	sp.cur.hold = h
 	return true
 }
 
@@ -276,6 +277,9 @@ func (sp *split) inPlace(data []byte) bool {
 // then idle, waiting for a batch, and the Decoder is the reader's until
 // the next batch goes.
 func (sp *split) drain() {
+	if len(sp.cur.events) == 0 && sp.handed == sp.idleAt {
+		return // nothing handed on since the last drain: idle, not counted
+	}
 	if len(sp.cur.events) > 0 {
 		sp.handed++
 		sp.full <- sp.cur
@@ -290,6 +294,7 @@ func (sp *split) drain() {
 		sp.free <- b
 	}
 	sp.cur = all[0]
+	sp.idleAt = sp.handed
 	sp.drains++
 	if sp.drains >= sp.maxDrains {
 		sp.stop()
@@ -352,10 +357,8 @@ func (sp *split) run() {
 		}
 		clear(b.events) // the connections they name may end, the bytes be read again
 		b.events, b.data, b.bytes = b.events[:0], b.data[:0], 0
-		if b.held {
-			b.hold.Release()
-			b.hold, b.held = capture.Hold{}, false
-		}
+		b.hold.Release() // the zero Hold releases nothing
+		b.hold = capture.Hold{}
 		if sp.want.Swap(false) {
 			st := sp.det.Stats()
 			sp.last.Store(&st)

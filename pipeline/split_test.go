@@ -145,3 +145,33 @@ func holes(t *testing.T, path string, n int) string {
 	}
 	return out
 }
+
+// TestSplitDrainCounts: a drain counts against maxDrains only when it had
+// something to wait for, a batch handed on since the last: a sniffed
+// connection's segments that come with nothing decoded between them do
+// not take the run onto one goroutine.
+func TestSplitDrainCounts(t *testing.T) {
+	o := Options{Sniff: true}
+	p := newSingle(stages{det: o.detectOptions(), dec: o.decodeOptions(1), asm: o.assemblerOptions(1), split: true})
+	sp := p.split
+	sp.maxDrains = 2
+	steps := []struct {
+		event      bool // an event added before the drain
+		wantDrains int
+	}{
+		{false, 0}, {false, 0}, {true, 1}, {false, 1}, {true, 2},
+	}
+	for i, s := range steps {
+		if s.event {
+			sp.add(splitEvent{kind: splitEndOfInput})
+		}
+		sp.drain()
+		if sp.drains != s.wantDrains {
+			t.Fatalf("drain %d: %d counted, want %d", i, sp.drains, s.wantDrains)
+		}
+	}
+	if !sp.inline {
+		t.Error("not inline after maxDrains drains")
+	}
+	p.finish()
+}
