@@ -143,9 +143,10 @@ bench: build bench-tools
 #  1. Throughput at the default settings on 1 GB captures with loopback-sized
 #     and Ethernet-sized segments (BENCH_BIG_RATIO_SIZE): the read loops,
 #     analyze with one worker and at the default, and tshark, 5 interleaved
-#     rounds; the analyze/read loop ratios. Likewise on a capture of real
-#     client traffic of that size, its 1500-MTU re-cut and its zstd and
-#     gzip copies (bench-real), with issue 17's targets.
+#     rounds; the analyze/read loop ratios. Likewise on two captures of real
+#     client traffic of that size (bench-real), requests of about 700 KB
+#     with their 1500-MTU re-cut and zstd and gzip copies, and of about 4
+#     MB with their re-cut, with issue 17's targets.
 #  2. Peak RSS does not grow with the file: analyze with a detection window
 #     of BENCH_BIG_WINDOW (30s) on loopback captures of each size in
 #     BENCH_BIG_SIZES (1GB and 4GB). The generator writes ~8.5 MB of capture
@@ -153,7 +154,7 @@ bench: build bench-tools
 #     hold the same batches at once: the same peak. (At the default 10m
 #     window a 4 GB file is one window and --max-batches bounds it; a 1 GB
 #     file reaches neither.)
-# About 9 GB of disk; the files are deleted afterwards unless BENCH_KEEP=1.
+# About 11 GB of disk; the files are deleted afterwards unless BENCH_KEEP=1.
 BENCH_BIG_RATIO_SIZE ?= 1GB
 bench-big: build bench-tools
 	mkdir -p $(BENCH_DIR)/big
@@ -162,10 +163,12 @@ bench-big: build bench-tools
 	done
 	$(GO) run ./internal/gencap/cmd/gencap -o $(BENCH_DIR)/big/bench-eth-$(BENCH_BIG_RATIO_SIZE).pcap -size $(BENCH_BIG_RATIO_SIZE) -mtu 1500
 	@$(MAKE) --no-print-directory bench-real REAL_SIZE=$(BENCH_BIG_RATIO_SIZE) REAL_PREFIX=$(BENCH_DIR)/big/real-$(BENCH_BIG_RATIO_SIZE)
+	@$(MAKE) --no-print-directory bench-real REAL_SIZE=$(BENCH_BIG_RATIO_SIZE) REAL_PREFIX=$(BENCH_DIR)/big/real4mb-$(BENCH_BIG_RATIO_SIZE) \
+		REAL_BURST=6000 REAL_COMPRESS=0
 	@echo "== 1. throughput at the default settings"
 	bin/benchrun -runs 5 -kdupcap ./kdupcap -readloop bin/readloop $(BENCH_TSHARK_FLAG) \
 		$(BENCH_DIR)/big/bench-lo-$(BENCH_BIG_RATIO_SIZE).pcap $(BENCH_DIR)/big/bench-eth-$(BENCH_BIG_RATIO_SIZE).pcap \
-		$(call real_files,$(BENCH_DIR)/big/real-$(BENCH_BIG_RATIO_SIZE)); \
+		$(call real_files,$(BENCH_DIR)/big/real-$(BENCH_BIG_RATIO_SIZE)) $(call real_files,$(BENCH_DIR)/big/real4mb-$(BENCH_BIG_RATIO_SIZE)); \
 		rc=$$?; [ $$rc = 0 ] || { [ "$(BENCH_KEEP)" = 1 ] || rm -rf $(BENCH_DIR)/big; exit $$rc; }
 	@echo "== 2. peak RSS with --window $(BENCH_BIG_WINDOW), whatever the file's size"
 	bin/benchrun -runs 3 -tshark= -one-worker=false -analyze-args "--window $(BENCH_BIG_WINDOW)" -kdupcap ./kdupcap -readloop bin/readloop \
@@ -177,7 +180,7 @@ bench-big: build bench-tools
 # (internal/kafkatest/cmd/realcap, its manifest derived from the broker's
 # log), into REAL_PREFIX-lo.pcap; its re-cut to 1500-byte IP packets,
 # REAL_PREFIX-eth.pcap; the loopback one compressed with zstd and gzip
-# (REAL_PREFIX-lo.pcap.zst, .gz). Each producer flushes REAL_BURST records
+# (REAL_PREFIX-lo.pcap.zst, .gz; not with REAL_COMPRESS=0). Each producer flushes REAL_BURST records
 # at a time (1000: requests of about 700 KB; 6000: about 4 MB), so that the
 # requests do not depend on the machine's load. It needs root and tcpdump
 # (skipped without them), and is not reproducible byte for byte: each run
@@ -185,12 +188,14 @@ bench-big: build bench-tools
 REAL_SIZE   ?= $(BENCH_SIZE)
 REAL_PREFIX ?= $(BENCH_DIR)/real
 REAL_BURST  ?= 1000
+REAL_COMPRESS ?= 1
 bench-real:
 	@if [ "$$(id -u)" != 0 ] || ! command -v tcpdump >/dev/null; then \
 		echo "== real-client capture skipped: it needs root and tcpdump"; exit 0; fi; \
 	set -e; mkdir -p $(dir $(REAL_PREFIX)); \
 	echo "== real-client capture: kgo producers against kfake, $(REAL_SIZE), tcpdump on lo"; \
 	$(GO) run ./internal/kafkatest/cmd/realcap -o $(REAL_PREFIX)-lo.pcap -size $(REAL_SIZE) -burst $(REAL_BURST) -eth $(REAL_PREFIX)-eth.pcap; \
+	if [ "$(REAL_COMPRESS)" = 0 ]; then exit 0; fi; \
 	if command -v zstd >/dev/null; then zstd -q -f -T0 $(REAL_PREFIX)-lo.pcap -o $(REAL_PREFIX)-lo.pcap.zst; fi; \
 	if command -v gzip >/dev/null; then gzip -c $(REAL_PREFIX)-lo.pcap > $(REAL_PREFIX)-lo.pcap.gz; fi
 real_files = $$(for f in $(1)-lo.pcap $(1)-eth.pcap $(1)-lo.pcap.zst $(1)-lo.pcap.gz; do [ -f $$f ] && echo $$f; done)
