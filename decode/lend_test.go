@@ -1,7 +1,10 @@
 package decode
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -120,5 +123,89 @@ func TestLendFrame(t *testing.T) {
 				t.Errorf("a frame's array among the spares: %v, want %v", spared, wantSpared)
 			}
 		})
+	}
+}
+
+// TestLendRandom: random connections of large produce requests (acks 0
+// and all, sizes that grow and shrink), small ones between, answers
+// given, left out (a later one completes them) or cut off by the end,
+// bounds on pending requests and kept bytes, batches printed in the
+// Sink's call or detached and printed afterwards, each cut into random
+// segments: the prints are those of the same frames decoded whole, and
+// every byte kept or buffered is given back at the end.
+func TestLendRandom(t *testing.T) {
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 17))
+		var script []msg
+		corr := int32(0)
+		var unanswered []int32
+		for range 2 + rng.IntN(5) {
+			corr++
+			acks := int16(-1)
+			if rng.IntN(3) == 0 {
+				acks = 0
+			}
+			frame, _ := bigProduceAcks(9, acks, corr, strings.Repeat("v", 1+rng.IntN(60)))
+			script = append(script, msg{fromClient: true, frame: frame})
+			if acks != 0 {
+				unanswered = append(unanswered, corr)
+			}
+			if rng.IntN(3) == 0 {
+				corr++
+				script = append(script, produceMsg(corr))
+				unanswered = append(unanswered, corr)
+			}
+			for len(unanswered) > 0 && rng.IntN(2) == 0 {
+				c := unanswered[0]
+				unanswered = unanswered[1:]
+				if rng.IntN(4) == 0 {
+					continue // never answered: a later answer completes it
+				}
+				resp := produceResponse(9, answer{"alpha", 0, 0, 10}, answer{"beta", 1, 0, 40}, answer{"t", 0, 0, 1})
+				script = append(script, msg{frame: responseFrame(resp, c)})
+			}
+		}
+		opts := Options{RecordPrints: true}
+		bounded := rng.IntN(3) == 0
+		if bounded {
+			opts.MaxPrintBytes = 150<<10 + rng.IntN(300<<10)
+		}
+		if rng.IntN(3) == 0 {
+			opts.MaxPending = 1 + rng.IntN(3)
+		}
+		detach := rng.IntN(2) == 0
+		seg := 1000 + rng.IntN(70000)
+		run := func(split func([]byte) [][]byte) (*printingSink, *Decoder) {
+			s := &printingSink{}
+			if detach {
+				s.detach = NewPrinter(opts)
+			}
+			d := New(s, opts)
+			feed(d, script, split, false)
+			if detach {
+				s.printsLater()
+			}
+			return s, d
+		}
+		want, _ := run(whole)
+		got, d := run(chunks(seg))
+		name := fmt.Sprintf("seed %d (segments of %d, detach %v, MaxPending %d, MaxPrintBytes %d)", seed, seg, detach, opts.MaxPending, opts.MaxPrintBytes)
+		if len(got.prints) != len(want.prints) {
+			t.Fatalf("%s: %d batches printed, want %d", name, len(got.prints), len(want.prints))
+		}
+		for i := range want.prints {
+			if bounded && (len(got.prints[i]) == 0 || len(want.prints[i]) == 0) {
+				continue // skipped at the bound, which counts a lent array whole
+			}
+			if !slices.Equal(got.prints[i], want.prints[i]) {
+				t.Errorf("%s: batch %d: prints differ from the frames decoded whole", name, i)
+			}
+		}
+		if d.raw.held != 0 || d.raw.eager != 0 || d.held != 0 || d.lend.arr != nil || d.lend.taken {
+			t.Errorf("%s: after the run: kept %d bytes, %d eager prints, %d buffered, lend %v/%v", name, d.raw.held, d.raw.eager, d.held, d.lend.arr != nil, d.lend.taken)
+		}
+		if seed == 0 && got.lent == 0 {
+			t.Errorf("%s: no frame lent", name)
+		}
 	}
 }
