@@ -11,9 +11,9 @@ package decode
 // handed to the Sink (releaseRaw). The bytes kept are bounded as before,
 // by Options.MaxPrintBytes, the lent array's capacity counted in full;
 // beyond it, or for an array over a quarter larger than its frame, the
-// batches are copied or fingerprinted at once as keepRaw does. Small frames are not
-// lent: copying them costs less than the array their direction would have
-// to make for the next frame.
+// batches are copied or fingerprinted at once as keepRaw does. Small
+// frames are not lent: copying them costs less than the array their
+// direction would have to make for the next frame.
 
 // minLendBytes is the smallest frame whose array is lent.
 const minLendBytes = 64 << 10
