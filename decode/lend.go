@@ -26,8 +26,7 @@ type frameLend struct {
 	arr []byte
 	// taken: batches' kept bytes point into arr, counted in rawPool.held
 	// until their exchange is done; the exchange takes arr, and the
-	// direction gives it up (also when the exchange was done at once,
-	// acks=0, but its batches were detached: their bytes keep arr).
+	// direction gives it up.
 	taken bool
 }
 
@@ -73,11 +72,11 @@ func (d *Decoder) takeFrame(x *Exchange) {
 	}
 }
 
-// returnFrame gives back the array x took, once the Sink is done with x:
-// a spare for the next large frames, or, when a batch's bytes were
-// detached (they outlive the call), left to them. An exchange handed on
-// while its frame is still being decoded (acks=0) leaves the array with
-// its direction, unless detached bytes keep it.
+// returnFrame gives back the array x took, once the Sink is done with x,
+// as a spare for the next large frames: no batch's bytes point into it any
+// more (Batch.Detach copies those that outlive the call). An exchange
+// handed on while its frame is still being decoded (acks=0) leaves the
+// array with its direction.
 func (d *Decoder) returnFrame(x *Exchange) {
 	arr := x.frame
 	if arr == nil {
@@ -85,18 +84,9 @@ func (d *Decoder) returnFrame(x *Exchange) {
 	}
 	x.frame = nil
 	d.raw.held -= cap(arr)
-	kept := false
-	for i := range x.Batches {
-		if x.Batches[i].lent && x.Batches[i].detached {
-			kept = true
-			break
-		}
-	}
 	if d.lend.taken && &d.lend.arr[:1][0] == &arr[:1][0] {
-		d.lend.taken = kept // the direction gives arr up only if kept
+		d.lend.taken = false
 		return
 	}
-	if !kept {
-		d.putSpare(arr, minLendBytes)
-	}
+	d.putSpare(arr, minLendBytes)
 }

@@ -216,7 +216,12 @@ func (b *Batch) Detach(p *Printer) {
 	if b.raw == nil || b.detached {
 		return
 	}
-	if b.printer.pool != nil && !b.lent { // a lent frame is counted whole, until its exchange is done
+	switch {
+	case b.lent:
+		// The frame's array goes back to its Decoder once the exchange is
+		// done (lend.go): the bytes that outlive it are copied.
+		b.raw, b.lent = slices.Clone(b.raw), false
+	case b.printer.pool != nil:
 		b.printer.pool.held -= len(b.raw)
 	}
 	b.printer, b.detached = p, true
