@@ -180,11 +180,12 @@ bench-big: build bench-tools
 # (internal/kafkatest/cmd/realcap, its manifest derived from the broker's
 # log), into REAL_PREFIX-lo.pcap; its re-cut to 1500-byte IP packets,
 # REAL_PREFIX-eth.pcap; the loopback one compressed with zstd and gzip
-# (REAL_PREFIX-lo.pcap.zst, .gz; not with REAL_COMPRESS=0). Each producer flushes REAL_BURST records
-# at a time (1000: requests of about 700 KB; 6000: about 4 MB), so that the
-# requests do not depend on the machine's load. It needs root and tcpdump
-# (skipped without them), and is not reproducible byte for byte: each run
-# derives its manifest from its own log. real_files lists the files made.
+# (REAL_PREFIX-lo.pcap.zst, .gz; not with REAL_COMPRESS=0). Each producer
+# flushes REAL_BURST records at a time (1000: requests of about 700 KB;
+# 6000: about 4 MB), so that the requests do not depend on the machine's
+# load. It needs root and tcpdump (skipped without them), and is not
+# reproducible byte for byte: each run derives its manifest from its own
+# log. real_files lists the files made.
 REAL_SIZE   ?= $(BENCH_SIZE)
 REAL_PREFIX ?= $(BENCH_DIR)/real
 REAL_BURST  ?= 1000

@@ -15,9 +15,9 @@ import (
 // follow them on the same partition). The bytes live in the array of
 // their request's frame, lent to the exchange (lend.go), or in pooled
 // buffers by size class, so keeping them allocates nothing in the steady
-// state; the
-// bytes kept at once are bounded by Options.MaxPrintBytes, beyond which a batch is
-// fingerprinted at once instead (counted in Stats.PrintedEager).
+// state; the bytes kept at once are bounded by Options.MaxPrintBytes,
+// beyond which a batch is fingerprinted at once instead (counted in
+// Stats.PrintedEager).
 
 // MaxBatchPrints bounds the records of one batch fingerprinted: a batch of
 // more (real batches of 1 MB hold some thousands; 16 MiB of 4-byte
@@ -164,7 +164,7 @@ func (d *Decoder) releaseRaw(x *Exchange) {
 		}
 		buf := b.raw
 		if buf == nil || b.detached {
-			continue // a lent frame stays with detached bytes (returnFrame)
+			continue // detached bytes are their goroutine's (Detach)
 		}
 		if !b.lent {
 			d.raw.held -= len(buf)
