@@ -11,7 +11,7 @@ import (
 // printingSink fingerprints every batch during the Produce call, as detect
 // does for those it matches, and keeps a copy of the prints; with detach,
 // it detaches the batches to a Printer of its own instead, as pipeline's
-// sharded run does, and fingerprints them after the whole script.
+// sharded run does (decodePrinting fingerprints them after the script).
 type printingSink struct {
 	detach *Printer
 	xs     []*Exchange
@@ -34,13 +34,24 @@ func (s *printingSink) Produce(x *Exchange) {
 	}
 }
 
-// printsLater fingerprints the detached batches.
-func (s *printingSink) printsLater() {
-	for _, x := range s.xs {
-		for i := range x.Batches {
-			s.prints = append(s.prints, slices.Clone(x.Batches[i].RecordPrints()))
+// decodePrinting feeds script, each frame cut by split, to a Decoder with
+// opts and a printingSink (detaching, if detach, and printing after the
+// script), and returns both.
+func decodePrinting(script []msg, opts Options, detach bool, split func([]byte) [][]byte) (*printingSink, *Decoder) {
+	s := &printingSink{}
+	if detach {
+		s.detach = NewPrinter(opts)
+	}
+	d := New(s, opts)
+	feed(d, script, split, false)
+	if detach {
+		for _, x := range s.xs {
+			for i := range x.Batches {
+				s.prints = append(s.prints, slices.Clone(x.Batches[i].RecordPrints()))
+			}
 		}
 	}
+	return s, d
 }
 
 // TestLendFrame: a produce request that spans segments lends its frame's
@@ -48,8 +59,8 @@ func (s *printingSink) printsLater() {
 // are those of the same frames decoded whole (copied by keepRaw), though
 // the next requests of the connection come before the answers; every
 // byte kept is given back once the exchanges are done, and the arrays
-// return as spares (or stay with detached batches, or with the direction
-// of an acks=0 request, handed on at once).
+// return as spares (detached bytes are copied), but for that of an acks=0
+// request, handed on at once, which stays with its direction.
 func TestLendFrame(t *testing.T) {
 	const v = 9
 	tests := []struct {
@@ -82,19 +93,7 @@ func TestLendFrame(t *testing.T) {
 				}
 			}
 			opts := Options{RecordPrints: true, MaxPrintBytes: tt.maxPrint}
-			run := func(split func([]byte) [][]byte) (*printingSink, *Decoder) {
-				s := &printingSink{}
-				if tt.detach {
-					s.detach = NewPrinter(opts)
-				}
-				d := New(s, opts)
-				feed(d, script, split, false)
-				if tt.detach {
-					s.printsLater()
-				}
-				return s, d
-			}
-			want, _ := run(whole)
+			want, _ := decodePrinting(script, opts, tt.detach, whole)
 			if want.lent != 0 || len(want.xs) != 3 {
 				t.Fatalf("frames whole: %d exchanges, %d lent", len(want.xs), want.lent)
 			}
@@ -103,7 +102,7 @@ func TestLendFrame(t *testing.T) {
 					t.Fatalf("frames whole: batch %d has %d prints, want 300", i, len(p))
 				}
 			}
-			got, d := run(chunks(4096))
+			got, d := decodePrinting(script, opts, tt.detach, chunks(4096))
 			if got.lent != tt.wantLent {
 				t.Errorf("%d exchanges lent their frame, want %d", got.lent, tt.wantLent)
 			}
@@ -175,20 +174,8 @@ func TestLendRandom(t *testing.T) {
 		}
 		detach := rng.IntN(2) == 0
 		seg := 1000 + rng.IntN(70000)
-		run := func(split func([]byte) [][]byte) (*printingSink, *Decoder) {
-			s := &printingSink{}
-			if detach {
-				s.detach = NewPrinter(opts)
-			}
-			d := New(s, opts)
-			feed(d, script, split, false)
-			if detach {
-				s.printsLater()
-			}
-			return s, d
-		}
-		want, _ := run(whole)
-		got, d := run(chunks(seg))
+		want, _ := decodePrinting(script, opts, detach, whole)
+		got, d := decodePrinting(script, opts, detach, chunks(seg))
 		name := fmt.Sprintf("seed %d (segments of %d, detach %v, MaxPending %d, MaxPrintBytes %d)", seed, seg, detach, opts.MaxPending, opts.MaxPrintBytes)
 		if len(got.prints) != len(want.prints) {
 			t.Fatalf("%s: %d batches printed, want %d", name, len(got.prints), len(want.prints))

@@ -308,9 +308,9 @@ func (s *batchScan) advance(buf []byte) {
 }
 
 // summed returns what the scan of buf summed for the RecordBatch of n
-// bytes at the start of b, a part of buf, or nil if it did not: the scan's sums are
-// in frame order and so are the batches asked for, so the search starts
-// at the last one found.
+// bytes at the start of b, a part of buf, or nil if it did not: the scan's
+// sums are in frame order and so are the batches asked for, so the search
+// starts at the last one found.
 func (s *batchScan) summed(buf, b []byte, n int) *batchSum {
 	for i := s.hit; i < len(s.sums); i++ {
 		e := &s.sums[i]

@@ -203,7 +203,7 @@ func bulkProduce(ctx context.Context, addr string, b Bulk) error {
 			kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 			kgo.MaxProduceRequestsInflightPerBroker(1),
 			kgo.ManualFlushing(),
-			kgo.MaxBufferedRecords(b.Burst+1),
+			kgo.MaxBufferedRecords(b.Burst+1), // a burst whole: manual flushing refuses a record over the bound
 			kgo.ProduceRequestTimeout(300*time.Millisecond),
 			kgo.RequestTimeoutOverhead(20*time.Second),
 			kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }))
