@@ -65,28 +65,31 @@ func (d *Decoder) lendRaw(batch *Batch, raw []byte) bool {
 	return true
 }
 
-// takeFrame gives x the array on offer if its batches' bytes point into it.
+// takeFrame gives x, pending, the array on offer if its batches' bytes
+// point into it.
 func (d *Decoder) takeFrame(x *Exchange) {
 	if d.lend.taken {
 		x.frame = d.lend.arr
 	}
 }
 
+// keepFrame leaves the array on offer with its direction: its exchange
+// was handed to the Sink while the frame was decoded (acks=0), and no
+// batch's bytes point into it any more.
+func (d *Decoder) keepFrame() {
+	if d.lend.taken {
+		d.raw.held -= cap(d.lend.arr)
+		d.lend.taken = false
+	}
+}
+
 // returnFrame gives back the array x took, once the Sink is done with x,
 // as a spare for the next large frames: no batch's bytes point into it any
-// more (Batch.Detach copies those that outlive the call). An exchange
-// handed on while its frame is still being decoded (acks=0) leaves the
-// array with its direction.
+// more (Batch.Detach copies those that outlive the call).
 func (d *Decoder) returnFrame(x *Exchange) {
-	arr := x.frame
-	if arr == nil {
-		return
+	if arr := x.frame; arr != nil {
+		x.frame = nil
+		d.raw.held -= cap(arr)
+		d.putSpare(arr, minLendBytes)
 	}
-	x.frame = nil
-	d.raw.held -= cap(arr)
-	if d.lend.taken && &d.lend.arr[:1][0] == &arr[:1][0] {
-		d.lend.taken = false
-		return
-	}
-	d.putSpare(arr, minLendBytes)
 }

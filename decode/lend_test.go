@@ -16,12 +16,12 @@ type printingSink struct {
 	detach *Printer
 	xs     []*Exchange
 	prints [][]RecordPrint
-	lent   int // exchanges that held their frame's array when handed on
+	lent   int // exchanges whose batches' bytes were in their frame's array when handed on
 }
 
 func (s *printingSink) Produce(x *Exchange) {
 	s.xs = append(s.xs, x)
-	if x.frame != nil {
+	if slices.ContainsFunc(x.Batches, func(b Batch) bool { return b.lent }) {
 		s.lent++
 	}
 	for i := range x.Batches {

@@ -85,12 +85,13 @@ func (c *Conn) produceRequest(dir *direction, h requestHeader, clientID *string,
 			}
 		}
 	}
-	d.takeFrame(x)
 	if req.Acks == 0 {
 		x.NoResponse = NoResponseAcks0
 		d.emit(x)
+		d.keepFrame() // done while its frame is decoded: the array stays
 		return
 	}
+	d.takeFrame(x)
 	x.InFlight = c.inFlight() + 1
 	c.push(pending{corr: h.corr, key: h.key, version: h.version, flexible: h.flexible, x: x})
 }
