@@ -20,6 +20,7 @@ FUZZ_TARGETS = \
 	./capture:FuzzPcapRecords \
 	./capture:FuzzDecodeEthernet \
 	./capture:FuzzPacket \
+	./capture:FuzzFastPath \
 	./decode:FuzzConn \
 	./decode:FuzzProduceRequest \
 	./decode:FuzzRecords \

@@ -160,6 +160,20 @@ type Assembler struct {
 	// is assembled again; check one whose kept packets may go now that
 	// the packet went in; replaying one whose kept packets are going in.
 	release, check, replaying *conn
+
+	// The fast path's (fastpath.go): the connections by 4-tuple, those
+	// with segments reassembly did not see since the last flush, and the
+	// made-up segment that gives it their time (touching while it goes
+	// in). noFast turns the fast path off (for tests comparing the two).
+	byKey       map[connKey]*conn
+	lastConn    *conn // the last byKey gave
+	touches     []*conn
+	touching    bool
+	touchTCP    layers.TCP
+	touchHeader [20]byte
+	noFast      bool
+	// fastSegments counts the segments that took the fast path.
+	fastSegments int
 }
 
 // NewAssembler returns an Assembler calling newStream for every connection.
@@ -240,7 +254,9 @@ func (a *Assembler) Add(p Packet) {
 	if a.dec.missing > 0 {
 		a.stats.Truncated++
 	}
-	a.assemble(p)
+	if !a.fast(&p) {
+		a.assemble(p)
+	}
 	if a.ev != nil {
 		a.ev.done()
 		a.evPacket, a.evPending = Packet{}, false
@@ -365,6 +381,7 @@ func (a *Assembler) flush(ts time.Time) {
 // ExternalFlush, the caller calls it where a FlushGate says; otherwise Add
 // and Tick do. Streams are called from within Flush.
 func (a *Assembler) Flush(ts time.Time) {
+	a.touch()
 	a.expireHolds(ts)
 	cutoff := ts.Add(-a.opts.IdleTimeout)
 	a.flushing = true

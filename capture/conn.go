@@ -18,12 +18,13 @@ func (c *packetContext) GetCaptureInfo() gopacket.CaptureInfo { return c.ci }
 // factory makes a conn for every new connection reassembly sees.
 type factory struct{ a *Assembler }
 
-func (f factory) New(_, _ gopacket.Flow, tcp *layers.TCP, ac reassembly.AssemblerContext) reassembly.Stream {
+func (f factory) New(netFlow, _ gopacket.Flow, tcp *layers.TCP, ac reassembly.AssemblerContext) reassembly.Stream {
 	a := f.a
 	a.stats.TCPConnections++
 	ts := ac.GetCaptureInfo().Timestamp
 	c := &conn{a: a, last: ts}
 	a.track(c)
+	a.known(c, netFlow, tcp)
 	if a.newStream != nil {
 		c.s = a.newStream(a.dec.src, a.dec.dst, ts)
 	}
@@ -79,6 +80,8 @@ type conn struct {
 	// hole keeps its segment boundaries: a receiver resyncing its framing
 	// after a Gap looks for a message at the start of a Data call.
 	starts [2][]reassembly.Sequence
+	// fastState is the fast path's (fastpath.go).
+	fastState
 }
 
 func dirIndex(dir reassembly.TCPFlowDirection) int {
@@ -94,6 +97,9 @@ const noSequence = reassembly.Sequence(-1) // reassembly's invalidSequence
 // it is used.
 func (c *conn) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly.TCPFlowDirection, nextSeq reassembly.Sequence, start *bool, _ reassembly.AssemblerContext) bool {
 	a := c.a
+	if a.touching {
+		return false // reassembly took the time of a fast path's segment (touch)
+	}
 	if a.evPending && !a.synthetic && !a.filling && a.replaying == nil {
 		// Held before its bytes are delivered, late ones included.
 		a.evPending = false
@@ -185,6 +191,9 @@ func (c *conn) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly.T
 	}
 	seq := reassembly.Sequence(tcp.Seq)
 	diff := nextSeq.Difference(seq)
+	if tcp.FIN && diff > 0 {
+		c.finAhead[d] = true // the fast path leaves the direction to reassembly
+	}
 	switch {
 	case diff > 0 && n > 0:
 		if (c.hold == nil || !c.hold.on) && c.startHold(d, tcp, ci) {

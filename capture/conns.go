@@ -39,7 +39,12 @@ func (a *Assembler) prune(cutoff time.Time) {
 	live := a.live[:0]
 	for _, c := range a.live {
 		if !c.closed || !c.last.Before(cutoff) {
+			if !c.closed && c.last.Before(cutoff) {
+				c.idled = true // see fastState
+			}
 			live = append(live, c)
+		} else {
+			a.forget(c)
 		}
 	}
 	clear(a.live[len(live):])
@@ -63,6 +68,7 @@ func (a *Assembler) evict() {
 	a.times = times[:0]
 	// Every connection whose last packet is at or before the cutoff's.
 	cutoff := time.Unix(0, times[len(times)-keep-1]+1)
+	a.touch()
 	a.flushing, a.evicting = true, true
 	a.asm.FlushWithOptions(reassembly.FlushOptions{T: cutoff, TC: cutoff})
 	a.flushing, a.evicting = false, false

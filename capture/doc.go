@@ -73,6 +73,7 @@
 //   - assembler.go: Assembler, AssemblerOptions, Stats; Add, Tick, Flush,
 //     Close.
 //   - conn.go: a connection's adapter to gopacket/reassembly; snap-length cuts.
+//   - fastpath.go: in-order segments handed on without reassembly.
 //   - conns.go: the bound on connections held; the least active evicted.
 //   - hole.go: holes the capture will never fill, skipped on the peer's ack.
 //   - reorder.go: reorder windows: segments shown late delivered in place.
