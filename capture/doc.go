@@ -20,7 +20,10 @@
 // segment the capture shows late (reordered) delivered in place within a
 // reorder window, and a hole the capture cannot fill reported as a
 // [Stream.Gap] before the bytes after it (once the window ran out when the
-// peer acknowledged the lost bytes, else after IdleTimeout). Time is packet time, never a clock read here; a live capture
+// peer acknowledged the lost bytes, else after IdleTimeout); a segment
+// exactly where its stream goes on, with nothing queued, is handed on by
+// the Assembler itself, without gopacket's reassembly, with the same calls.
+// Time is packet time, never a clock read here; a live capture
 // with no packet calls [Assembler.Tick]. [FlowHasher] and [FlushGate] shard a
 // capture by connection over Assemblers. An [Evidence] keeps the recent
 // packets of each connection for [Evidence.WritePcap]; a [SpanWriter] writes
