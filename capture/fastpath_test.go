@@ -67,11 +67,15 @@ func (s *logStream) Close(ts time.Time) {
 
 // fastRun feeds pkts to an Assembler with the fast path on or off and
 // returns the calls its Streams got, its Stats and how many segments took
-// the fast path.
+// the fast path. With opts.Evidence set (to anything), the run keeps an
+// Evidence of its own, small enough to drop packets, and the calls end
+// with the pcap it writes of client4 and server4.
 func fastRun(pkts []Packet, opts AssemblerOptions, noFast bool, stopAt int, refuse bool) (string, Stats, int) {
 	l := &callLog{stopAt: stopAt, refuseB: refuse}
-	if opts.Evidence != nil {
-		opts.Evidence = NewEvidence(EvidenceOptions{Retain: time.Hour, PerConnBytes: 700, TotalBytes: 4096})
+	ev := opts.Evidence
+	if ev != nil {
+		ev = NewEvidence(EvidenceOptions{Retain: time.Hour, PerConnBytes: 700, TotalBytes: 4096})
+		opts.Evidence = ev
 	}
 	a := NewAssembler(l.newStream, opts)
 	a.noFast = noFast
@@ -79,7 +83,13 @@ func fastRun(pkts []Packet, opts AssemblerOptions, noFast bool, stopAt int, refu
 		a.Add(p)
 	}
 	a.Close()
-	return l.String(), a.Stats(), a.fastSegments
+	out := l.String()
+	if ev != nil {
+		var b bytes.Buffer
+		n, err := ev.WritePcap(&b, client4, server4, time.Time{}, time.Time{})
+		out += fmt.Sprintf("evidence: %d packets, %v, %x\n", n, err, b.Bytes())
+	}
+	return out, a.Stats(), a.fastSegments
 }
 
 // checkFastSame fails unless pkts give the same calls and Stats with the
