@@ -339,19 +339,24 @@ func (a *Assembler) assemble(p Packet) {
 // synthRST assembles a made-up RST on a flow; the conn receiving it moves it
 // to the next sequence number expected.
 func (a *Assembler) synthRST(netFlow gopacket.Flow, src, dst layers.TCPPort) {
-	h := a.rstHeader[:]
-	clear(h)
-	binary.BigEndian.PutUint16(h[0:], uint16(src))
-	binary.BigEndian.PutUint16(h[2:], uint16(dst))
-	h[12] = 5 << 4 // data offset
-	h[13] = 0x04   // RST
-	// TCP.TransportFlow uses the ports seen by DecodeFromBytes.
-	if err := a.rst.DecodeFromBytes(h, gopacket.NilDecodeFeedback); err != nil {
+	if !madeUp(&a.rst, &a.rstHeader, src, dst, 0x04) { // RST
 		return
 	}
 	a.synthetic = true
 	a.asm.AssembleWithContext(netFlow, &a.rst, a.ctx)
 	a.synthetic, a.cur = false, nil
+}
+
+// madeUp decodes into tcp a segment from src to dst with flags and no
+// byte, its header written in h (TCP.TransportFlow uses the ports seen by
+// DecodeFromBytes, so the segment is decoded, not filled in).
+func madeUp(tcp *layers.TCP, h *[20]byte, src, dst layers.TCPPort, flags byte) bool {
+	clear(h[:])
+	binary.BigEndian.PutUint16(h[0:], uint16(src))
+	binary.BigEndian.PutUint16(h[2:], uint16(dst))
+	h[12] = 5 << 4 // data offset
+	h[13] = flags
+	return tcp.DecodeFromBytes(h[:], gopacket.NilDecodeFeedback) == nil
 }
 
 // Tick does the time-driven work of Add when no packet comes: given the

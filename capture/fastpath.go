@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"encoding/binary"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -126,12 +125,7 @@ func (a *Assembler) touch() {
 			if d == 1 {
 				netFlow, src, dst = netFlow.Reverse(), dst, src
 			}
-			h := a.touchHeader[:]
-			clear(h)
-			binary.BigEndian.PutUint16(h[0:], uint16(src))
-			binary.BigEndian.PutUint16(h[2:], uint16(dst))
-			h[12] = 5 << 4 // data offset
-			if a.touchTCP.DecodeFromBytes(h, gopacket.NilDecodeFeedback) != nil {
+			if !madeUp(&a.touchTCP, &a.touchHeader, src, dst, 0) {
 				continue
 			}
 			ctx.ci = gopacket.CaptureInfo{Timestamp: c.unseen[d]}
