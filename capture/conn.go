@@ -194,6 +194,11 @@ func (c *conn) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, dir reassembly.T
 	if tcp.FIN && diff > 0 {
 		c.finAhead[d] = true // the fast path leaves the direction to reassembly
 	}
+	if diff < 0 && n > 0 {
+		// Bytes before the stream: reassembly counts them as overlap, in
+		// the stats of its next delivery of the direction.
+		c.overlapDue[d] = true
+	}
 	switch {
 	case diff > 0 && n > 0:
 		if (c.hold == nil || !c.hold.on) && c.startHold(d, tcp, ci) {
@@ -249,6 +254,7 @@ func (c *conn) ReassembledSG(sg reassembly.ScatterGather, _ reassembly.Assembler
 	fromA := d == 0
 	st := sg.Stats()
 	a.stats.OverlapBytes += int64(st.OverlapBytes)
+	c.overlapDue[d] = false
 	n, _ := sg.Lengths()
 	first, known := c.next[d].Add(max(skip, 0)), c.hasNext[d] // of the first byte
 	if c.hasNext[d] {

@@ -39,9 +39,6 @@ func (a *Assembler) prune(cutoff time.Time) {
 	live := a.live[:0]
 	for _, c := range a.live {
 		if !c.closed || !c.last.Before(cutoff) {
-			if !c.closed && c.last.Before(cutoff) {
-				c.idled = true // see fastState
-			}
 			live = append(live, c)
 		} else {
 			a.forget(c)

@@ -31,10 +31,10 @@ import (
 // time), and the conn would do nothing else with it: it has no SYN, FIN or
 // RST, nothing of it cut by the snap length; its connection is known
 // (Assembler.byKey), handed to a Stream that takes its bytes, not closed,
-// never found idle by a flush, with no reorder window open; its direction
-// is under way (its next sequence number known), not ended, with nothing
-// queued behind a hole, no gap or fill to report, no FIN seen ahead, and
-// the segment starts exactly at the next sequence number; and the other
+// with no reorder window open; its direction is under way (its next
+// sequence number known), not ended, with nothing queued behind a hole,
+// no gap, fill or overlap count to report, no FIN seen ahead, and the
+// segment starts exactly at the next sequence number; and the other
 // direction has nothing queued (an acknowledgement could then mean a hole
 // to fill). Every other segment goes through reassembly as before. The
 // Stream gets the same calls either way (TestFastPathSame, FuzzFastPath).
@@ -57,7 +57,7 @@ func (a *Assembler) fast(p *Packet) bool {
 			a.lastConn = c
 		}
 	}
-	if c == nil || c.s == nil || c.done || c.closed || c.idled || (c.hold != nil && c.hold.on) {
+	if c == nil || c.s == nil || c.done || c.closed || (c.hold != nil && c.hold.on) {
 		return false
 	}
 	d := 0
@@ -66,7 +66,7 @@ func (a *Assembler) fast(p *Packet) bool {
 	}
 	r := 1 - d
 	switch {
-	case !c.hasNext[d], c.queued[d], c.halfClosed[d], c.finAhead[d], c.gapAfter[d] != 0, c.fill[d] != 0,
+	case !c.hasNext[d], c.queued[d], c.halfClosed[d], c.finAhead[d], c.overlapDue[d], c.gapAfter[d] != 0, c.fill[d] != 0,
 		len(c.starts[d]) != 0, c.queued[r], c.hasAhead[r]:
 		return false
 	}
@@ -142,19 +142,21 @@ func (a *Assembler) touch() {
 // key of Assembler.byKey and, with direction A's network flow and ports,
 // to touch it; and per direction, whether segments went by reassembly
 // unseen since the last touch (untouched), the time of the last (unseen),
-// and whether reassembly holds a FIN ahead of the stream (finAhead:
-// reassembly must see the bytes that reach it). idled: a flush found the
-// connection idle and did not close it (its last packets were refused);
-// reassembly closes a direction found idle without a word, and both of
-// an idle connection at once, so this one is left to it from then on.
+// whether reassembly holds a FIN ahead of the stream (finAhead:
+// reassembly must see the bytes that reach it), and whether it counted
+// overlap bytes it reports with its next delivery (overlapDue: that
+// delivery must be its). No direction is closed
+// behind the conn's back: reassembly closes a connection found idle in
+// both directions at once (the pages queued in one are older than the
+// cutoff too, and are flushed first), and the conn is then closed.
 type fastState struct {
-	idled     bool
-	ckey      connKey
-	flow      gopacket.Flow
-	ports     [2]layers.TCPPort
-	untouched [2]bool
-	unseen    [2]time.Time
-	finAhead  [2]bool
+	ckey       connKey
+	flow       gopacket.Flow
+	ports      [2]layers.TCPPort
+	untouched  [2]bool
+	unseen     [2]time.Time
+	finAhead   [2]bool
+	overlapDue [2]bool
 }
 
 // known files a new conn under its 4-tuple, in place of an earlier one:

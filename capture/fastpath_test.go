@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,16 +124,20 @@ func inOrder(n, size int, step time.Duration) []seg {
 	return out
 }
 
-func TestFastPathSame(t *testing.T) {
+// fastCase is a capture to run with the fast path on and off.
+type fastCase struct {
+	name   string
+	pkts   []Packet
+	opts   AssemblerOptions
+	stopAt int
+	refuse bool
+	fast   bool // some segments must take the fast path
+}
+
+// fastPathCases are TestFastPathSame's captures, and FuzzFastPath's seeds.
+func fastPathCases(t testing.TB) []fastCase {
 	ms := time.Millisecond
-	tests := []struct {
-		name   string
-		pkts   []Packet
-		opts   AssemblerOptions
-		stopAt int
-		refuse bool
-		fast   bool // some segments must take the fast path
-	}{
+	tests := []fastCase{
 		{name: "in order", fast: true, pkts: packets(t, rawFrame, client4, server4,
 			script(handshake, inOrder(20, 100, ms), finish(3001, 5001)))},
 		{name: "in order, ethernet, v6", fast: true, pkts: packets(t, frames[3], client6, server6,
@@ -145,6 +150,13 @@ func TestFastPathSame(t *testing.T) {
 			{fromA: true, seq: 1008, flags: "PA", data: "rldxyz"},
 			{fromA: true, seq: 1014, flags: "PA", data: "next"},
 		}, finish(1018, 5001)))},
+		{name: "retransmission, then the stream goes on", fast: true, pkts: packets(t, rawFrame, client4, server4, script(handshake, []seg{
+			{fromA: true, seq: 1001, flags: "PA", data: "hello"},
+			{fromA: true, seq: 1006, flags: "PA", data: "world"},
+			{fromA: true, seq: 1001, flags: "PA", data: "hello"},
+			{fromA: true, seq: 1011, flags: "PA", data: "next"},
+			{fromA: true, seq: 1015, flags: "PA", data: "more"},
+		}))},
 		{name: "reordered, late segment in the window", fast: true, pkts: packets(t, rawFrame, client4, server4, script(handshake, []seg{
 			{fromA: true, seq: 1001, flags: "PA", data: "one"},
 			{fromA: true, seq: 1007, flags: "PA", data: "three"},
@@ -223,15 +235,11 @@ func TestFastPathSame(t *testing.T) {
 		many = append(many, packets(t, rawFrame, c, server4, script(handshake, inOrder(3, 10, time.Duration(i+1)*ms)))...)
 	}
 	sortPackets(many)
-	tests = append(tests, struct {
-		name   string
-		pkts   []Packet
-		opts   AssemblerOptions
-		stopAt int
-		refuse bool
-		fast   bool
-	}{name: "evicted", fast: true, opts: AssemblerOptions{MaxConnections: 8}, pkts: many})
-	for _, tt := range tests {
+	return append(tests, fastCase{name: "evicted", fast: true, opts: AssemblerOptions{MaxConnections: 8}, pkts: many})
+}
+
+func TestFastPathSame(t *testing.T) {
+	for _, tt := range fastPathCases(t) {
 		t.Run(tt.name, func(t *testing.T) {
 			n := checkFastSame(t, tt.pkts, tt.opts, tt.stopAt, tt.refuse)
 			if tt.fast && n == 0 {
@@ -265,6 +273,26 @@ func sortPackets(p []Packet) {
 // fast path on and off: their Streams must get the same calls, and their
 // Stats must be the same.
 func FuzzFastPath(f *testing.F) {
+	for _, tt := range fastPathCases(f) {
+		link := slices.Index(fuzzLinks, tt.pkts[0].LinkType)
+		if link < 0 || tt.stopAt > 0 || tt.refuse {
+			continue
+		}
+		var raw [][]byte
+		var steps []byte
+		prev := tt.pkts[0].CI.Timestamp
+		for _, p := range tt.pkts {
+			raw = append(raw, p.Data)
+			steps = append(steps, byte(min(p.CI.Timestamp.Sub(prev)/(100*time.Millisecond), 255)))
+			prev = p.CI.Timestamp
+		}
+		records := packetRecords(raw)
+		for i, off := 0, 0; i < len(raw); i++ { // the steps, in the records' first bytes
+			records[off] = steps[i]
+			off += 3 + len(raw[i])
+		}
+		f.Add(uint8(link), uint8(tt.opts.MaxConnections), records)
+	}
 	for _, sc := range [][]seg{
 		script(handshake, inOrder(6, 8, time.Millisecond), finish(1049, 5001)),
 		script(handshake, []seg{
