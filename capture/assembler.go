@@ -237,7 +237,7 @@ func (a *Assembler) Add(p Packet) {
 			a.stats.SnapLen = max(a.stats.SnapLen, int64(len(p.Data)))
 		}
 	}
-	switch a.dec.decode(p.LinkType, p.Data) {
+	switch a.dec.decodeHead(p.LinkType, p.Data) {
 	case decodedNone:
 		a.stats.NonTCP++
 		return
@@ -255,6 +255,7 @@ func (a *Assembler) Add(p Packet) {
 		a.stats.Truncated++
 	}
 	if !a.fast(&p) {
+		a.dec.fullTCP() // reassembly reads the options and TransportFlow
 		a.assemble(p)
 	}
 	if a.ev != nil {

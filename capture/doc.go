@@ -73,6 +73,8 @@
 //   - merge.go: Merge, Merged, Layout, Span: several sources as one timeline.
 //   - packet.go: the link, IP and TCP decoder with preallocated layers
 //     (Ethernet, IP and TCP decoded without the parser's lookups).
+//   - ipv4tcp.go: the decoder's own decode of Ethernet, IPv4 and TCP
+//     headers, the commonest frame, TCP options left for reassembly.
 //   - assembler.go: Assembler, AssemblerOptions, Stats; Add, Tick, Flush,
 //     Close.
 //   - conn.go: a connection's adapter to gopacket/reassembly; snap-length cuts.

@@ -42,8 +42,12 @@ type decoder struct {
 	// truncated is set by the layers decoded by decodeEthernet (the
 	// gopacket.DecodeFeedback the parsers are to theirs).
 	truncated bool
-	// parsersOnly turns decodeEthernet off (for tests comparing the two).
+	// parsersOnly turns decodeEthernet and decodeIPv4TCP off (for tests
+	// comparing them with the parsers).
 	parsersOnly bool
+	// rest, when set, is the TCP header decodeIPv4TCP left for fullTCP:
+	// tcp's options and the ports TransportFlow returns are not decoded.
+	rest []byte
 }
 
 // SetTruncated is the gopacket.DecodeFeedback of decodeEthernet's layers.
@@ -139,15 +143,31 @@ func (d *decoder) decodeEthernet(data []byte) (ip gopacket.LayerType, ok bool) {
 // decode decodes one frame. On decodedTCP, d.tcp, d.src, d.dst, d.netFlow
 // and d.missing describe the segment; d.tcp.Payload aliases data.
 func (d *decoder) decode(link layers.LinkType, data []byte) decodeResult {
+	r := d.decodeHead(link, data)
+	d.fullTCP()
+	return r
+}
+
+// decodeHead is decode, except that d.tcp's options and TransportFlow may
+// be left for fullTCP: what the Assembler's fast path reads is there.
+func (d *decoder) decodeHead(link layers.LinkType, data []byte) decodeResult {
 	var (
 		ip        gopacket.LayerType
 		ok        bool
 		truncated bool
 	)
+	d.rest = nil
 	if link == layers.LinkTypeEthernet && !d.parsersOnly && len(data) >= 14 {
 		// Only frames whose EtherType says IP: a VLAN tag would be decoded
 		// twice.
-		if et := layers.EthernetType(binary.BigEndian.Uint16(data[12:])); et == layers.EthernetTypeIPv4 || et == layers.EthernetTypeIPv6 {
+		switch layers.EthernetType(binary.BigEndian.Uint16(data[12:])) {
+		case layers.EthernetTypeIPv4:
+			if ok, truncated = d.decodeIPv4TCP(data); ok {
+				ip = layers.LayerTypeIPv4
+				break
+			}
+			fallthrough
+		case layers.EthernetTypeIPv6:
 			ip, ok = d.decodeEthernet(data)
 			truncated = d.truncated
 		}

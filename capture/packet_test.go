@@ -27,17 +27,38 @@ func decodeState(d *decoder, link layers.LinkType, data []byte) string {
 		t.TransportFlow(), t.Options, t.Padding, len(data))
 }
 
-// diffDecode reports how decode with decodeEthernet and decode with the
-// parsers alone differ on a frame.
+// headState is what decodeHead leaves for the Assembler's fast path: all
+// of decodeState but the TCP options and TransportFlow, left to fullTCP.
+func headState(d *decoder, link layers.LinkType, data []byte) string {
+	r := d.decodeHead(link, data)
+	if r != decodedTCP {
+		return fmt.Sprint(r)
+	}
+	t := &d.tcp
+	return fmt.Sprintf("%v %v %v %v %d | %d %d %d %d %v%v%v%v%v%v%v%v%v w%d c%d u%d o%d %x %x | %d",
+		r, d.src, d.dst, d.netFlow, d.missing,
+		t.SrcPort, t.DstPort, t.Seq, t.Ack, t.FIN, t.SYN, t.RST, t.PSH, t.ACK, t.URG, t.ECE, t.CWR, t.NS,
+		t.Window, t.Checksum, t.Urgent, t.DataOffset, t.Contents, t.Payload, len(data))
+}
+
+// diffDecode reports how decode with decodeIPv4TCP and decodeEthernet and
+// decode with the parsers alone differ on a frame, and how decodeHead
+// differs from decode where the fast path reads.
 func diffDecode(link layers.LinkType, data []byte) string {
 	fast, slow := newDecoder(), newDecoder()
 	slow.parsersOnly = true
+	if h, s := headState(fast, link, data), headState(slow, link, data); h != s {
+		return fmt.Sprintf("decodeHead gives\n%s\nthe parser\n%s", h, s)
+	}
 	f, s := decodeState(fast, link, data), decodeState(slow, link, data)
 	if f != s {
-		return fmt.Sprintf("decodeEthernet gives\n%s\nthe parser\n%s", f, s)
+		return fmt.Sprintf("decodeIPv4TCP and decodeEthernet give\n%s\nthe parser\n%s", f, s)
 	}
 	if !reflect.DeepEqual(fast.eth, slow.eth) && f != fmt.Sprint(decodedBad) {
 		return fmt.Sprintf("Ethernet layer %+v, parser %+v", fast.eth, slow.eth)
+	}
+	if !reflect.DeepEqual(fast.ip4, slow.ip4) && f != fmt.Sprint(decodedBad) {
+		return fmt.Sprintf("IPv4 layer %+v, parser %+v", fast.ip4, slow.ip4)
 	}
 	return ""
 }
@@ -80,8 +101,9 @@ func ethernetFrames(tb testing.TB) [][]byte {
 	return out
 }
 
-// TestDecodeEthernet: decodeEthernet decodes every frame as the parser
-// does, whole, cut at every length, and with each header byte changed.
+// TestDecodeEthernet: decodeIPv4TCP and decodeEthernet decode every frame
+// as the parser does, whole, cut at every length, and with each header byte
+// changed.
 func TestDecodeEthernet(t *testing.T) {
 	for i, fr := range ethernetFrames(t) {
 		for n := 0; n <= len(fr); n++ {
@@ -104,7 +126,8 @@ func TestDecodeEthernet(t *testing.T) {
 	}
 }
 
-// FuzzDecodeEthernet: decodeEthernet decodes any frame as the parser does.
+// FuzzDecodeEthernet: decodeIPv4TCP and decodeEthernet decode any frame as
+// the parser does.
 func FuzzDecodeEthernet(f *testing.F) {
 	for _, fr := range ethernetFrames(f) {
 		f.Add(fr)
