@@ -3,10 +3,12 @@ package capture
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/gopacket/gopacket/layers"
@@ -86,6 +88,27 @@ func ethernetFrames(tb testing.TB) [][]byte {
 			}
 		}
 	}
+	// TCP options of every shape decodeIPv4TCP leaves to fullTCP: Linux's,
+	// a SYN's, MPTCP ones gopacket decodes, stops at or drops, an end of
+	// list with padding, a length past the option area.
+	plain := ipTCP(tb, false, client4, server4, seg{fromA: true, seq: 7, flags: "PA", data: "request bytes"})
+	for _, opt := range []string{
+		"0101080a0000000100000002",
+		"020405b40402080a00000001000000000103030700",
+		"1e0420000000",
+		"1e020000",
+		"1e0c0081010203040506070800000000",
+		"1e080000",
+		"00000000",
+		"fe100000",
+		"0101",
+	} {
+		b, err := hex.DecodeString(opt)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, ethernet()(withTCPOptions(plain, b), false))
+	}
 	for _, fr := range frames {
 		if fr.link != layers.LinkTypeEthernet {
 			continue
@@ -98,6 +121,18 @@ func ethernetFrames(tb testing.TB) [][]byte {
 			out = append(out, fr.wrap(ipTCP(tb, fr.v6, client, server, sg), fr.v6))
 		}
 	}
+	return out
+}
+
+// withTCPOptions puts opts (padded to 4 bytes) after the TCP header of an
+// IPv4 packet with no IP options, the lengths fixed.
+func withTCPOptions(ip4 []byte, opts []byte) []byte {
+	for len(opts)%4 != 0 {
+		opts = append(opts, 0)
+	}
+	out := slices.Concat(ip4[:40], opts, ip4[40:])
+	out[32] = byte((20+len(opts))/4) << 4
+	binary.BigEndian.PutUint16(out[2:], uint16(len(out)))
 	return out
 }
 
