@@ -17,30 +17,30 @@ import (
 // decodeState is what decode leaves for the Assembler: the result and, for
 // a TCP segment, the layers and fields it reads.
 func decodeState(d *decoder, link layers.LinkType, data []byte) string {
-	r := d.decode(link, data)
-	if r != decodedTCP {
-		return fmt.Sprint(r)
-	}
-	t := &d.tcp
-	return fmt.Sprintf("%v %v %v %v %d | %d %d %d %d %v%v%v%v%v%v%v%v%v w%d c%d u%d o%d %x %x | %v %v %v %d",
-		r, d.src, d.dst, d.netFlow, d.missing,
-		t.SrcPort, t.DstPort, t.Seq, t.Ack, t.FIN, t.SYN, t.RST, t.PSH, t.ACK, t.URG, t.ECE, t.CWR, t.NS,
-		t.Window, t.Checksum, t.Urgent, t.DataOffset, t.Contents, t.Payload,
-		t.TransportFlow(), t.Options, t.Padding, len(data))
+	return segmentState(d, d.decode(link, data), len(data), true)
 }
 
 // headState is what decodeHead leaves for the Assembler's fast path: all
 // of decodeState but the TCP options and TransportFlow, left to fullTCP.
 func headState(d *decoder, link layers.LinkType, data []byte) string {
-	r := d.decodeHead(link, data)
+	return segmentState(d, d.decodeHead(link, data), len(data), false)
+}
+
+// segmentState formats what a decode that gave r left in d, of a frame of
+// n bytes; whole, with the TCP options and TransportFlow.
+func segmentState(d *decoder, r decodeResult, n int, whole bool) string {
 	if r != decodedTCP {
 		return fmt.Sprint(r)
 	}
 	t := &d.tcp
-	return fmt.Sprintf("%v %v %v %v %d | %d %d %d %d %v%v%v%v%v%v%v%v%v w%d c%d u%d o%d %x %x | %d",
+	s := fmt.Sprintf("%v %v %v %v %d | %d %d %d %d %v%v%v%v%v%v%v%v%v w%d c%d u%d o%d %x %x | %d",
 		r, d.src, d.dst, d.netFlow, d.missing,
 		t.SrcPort, t.DstPort, t.Seq, t.Ack, t.FIN, t.SYN, t.RST, t.PSH, t.ACK, t.URG, t.ECE, t.CWR, t.NS,
-		t.Window, t.Checksum, t.Urgent, t.DataOffset, t.Contents, t.Payload, len(data))
+		t.Window, t.Checksum, t.Urgent, t.DataOffset, t.Contents, t.Payload, n)
+	if whole {
+		s += fmt.Sprintf(" | %v %v %v", t.TransportFlow(), t.Options, t.Padding)
+	}
+	return s
 }
 
 // diffDecode reports how decode with decodeIPv4TCP and decodeEthernet and
