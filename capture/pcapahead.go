@@ -22,27 +22,28 @@ import (
 // another goroutine keeps the packets' bytes there instead of copying
 // them. aheadChunks leaves room for the holds of the batches in flight
 // (pipeline's splitBatches; fewer chunks only make the reader wait for
-// the decoder to release one) and reads 8 MiB ahead of a file: decoding
+// the decoder to release one) and reads 5 MiB ahead of a file: decoding
 // works in bursts (a large request's batches are hashed and its answer
 // detected at its end), and the reading must go on meanwhile. With 6
 // chunks, on a real capture of 4 MB requests, the two goroutines took
 // turns: analyze at 0.98x the read loop, 1.04x one goroutine; with 16,
 // 1.32x and 1.70x. Chunks of 512 KiB, not 256, halve the hand-offs
-// between the goroutines (each may wake one, dear on a VM): on a real 1
-// GiB 1500-MTU capture, 0.213-0.218 s against 0.229 s (1.57-1.60x one
-// goroutine, was 1.49x), on its 4 MB requests 0.277 against 0.288 s, for
-// 5 MiB more peak memory; chunks of 1 MiB were slower (0.234 s). A
-// decompressor is slower than decoding, bursts and all, so reading
-// further ahead of it gains nothing: it keeps 6 (aheadChunksCompressed;
-// with 16, 300 rotated .pcap.gz files peaked 17 MiB higher, two read
-// ahead at once).
+// between the goroutines (each may wake one, dear on a VM), and 10 of
+// them keep the buffers' memory as it was (16 of 256 KiB): on a real 1
+// GiB 1500-MTU capture, at a busy moment of the VM, 0.321 s against
+// 0.352 s (16 of 512 KiB: 0.369 s, faster only when the VM was quiet,
+// 0.213 against 0.229 s), on its 4 MB requests 0.489 against 0.513 s;
+// chunks of 1 MiB were slower. A decompressor is slower than decoding,
+// bursts and all, so reading further ahead of it gains nothing: it keeps
+// 6 (aheadChunksCompressed; with 16, 300 rotated .pcap.gz files peaked 17
+// MiB higher, two read ahead at once).
 //
 // Tried before without the rest of the run on another goroutine: no
 // faster, the reading then no longer the part that waits. With decode and
 // detect on a second goroutine (pipeline's split) the reading goroutine
 // is the busier, and this takes the reads off it.
 const (
-	aheadChunks           = 16
+	aheadChunks           = 10
 	aheadChunksCompressed = 6
 	aheadChunkData        = 512 << 10
 	aheadChunkSize        = pcapBufSize + aheadChunkData
