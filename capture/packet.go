@@ -166,7 +166,7 @@ func (d *decoder) decodeHead(link layers.LinkType, data []byte) decodeResult {
 				ip = layers.LayerTypeIPv4
 				break
 			}
-			fallthrough
+			fallthrough // not the usual frame: gopacket's layers decode it
 		case layers.EthernetTypeIPv6:
 			ip, ok = d.decodeEthernet(data)
 			truncated = d.truncated
