@@ -67,7 +67,8 @@
 //   - secrets.go: the TLS key logs of pcapng Decryption Secrets Blocks.
 //   - readahead.go: decompression on a goroutine of its own, ahead of Next.
 //   - pcapahead.go: a pcap's stream read into chunks on a goroutine of its
-//     own, its records parsed in place there.
+//     own, its records parsed in place there; Hold, AheadHolds and
+//     AheadChunkBytes.
 //   - errors.go: InputError, ErrNotCapture and ErrEmpty.
 //   - oversized.go: MaxPacketBytes; packets over it skipped unread.
 //   - merge.go: Merge, Merged, Layout, Span: several sources as one timeline.

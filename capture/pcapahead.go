@@ -49,6 +49,18 @@ const (
 	aheadChunkSize        = pcapBufSize + aheadChunkData
 )
 
+// AheadHolds is how many Holds on distinct chunks of a plain pcap read
+// ahead a caller may keep at once without the Source waiting for one to be
+// released: all the chunks but the one the records are parsed in and one
+// to read into (a compressed pcap has fewer, aheadChunksCompressed).
+// AheadChunkBytes is the most bytes of one chunk: of the packets a Hold
+// keeps. A caller that hands packets to another goroutine in batches, a
+// Hold each, sizes them by these (pipeline's split).
+const (
+	AheadHolds      = aheadChunks - 2
+	AheadChunkBytes = aheadChunkData
+)
+
 // pcapAhead reads a stream into chunks on its own goroutine.
 type pcapAhead struct {
 	rd      io.Reader

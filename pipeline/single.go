@@ -131,10 +131,11 @@ func (p *single) stats() detect.Stats {
 // changes: the reader is at most that far ahead (4 MiB), the memory
 // bounded, and far enough for the bursts of decoding at a large request's
 // end (4 batches were not: 0.32 s against 0.26 s with 12 on a real 1 GiB
-// loopback capture, 0.63 against 0.56 s on its 1500-MTU re-cut). Batches
-// of up to 512 KiB, a chunk's (capture's aheadChunkData), not 256: half as
-// many hand-offs, and 8 of them, as the 10 chunks leave room for (see
-// there).
+// loopback capture, 0.63 against 0.56 s on its 1500-MTU re-cut). A batch
+// holds one chunk, so there are as many as the chunks leave room for
+// (capture.AheadHolds), each of up to a chunk's bytes
+// (capture.AheadChunkBytes, 512 KiB: half the hand-offs of 256 KiB, see
+// capture's pcapahead.go).
 //
 // Capture must know at once when a Conn refuses its connection's bytes
 // (Data returns false: sniffed, and not Kafka). A Conn on a Kafka port
@@ -145,8 +146,8 @@ func (p *single) stats() detect.Stats {
 // after maxDrains drains the reader keeps the Decoder and the run goes on
 // on one goroutine (inline).
 const (
-	splitBatches = 8
-	splitBytes   = 512 << 10
+	splitBatches = capture.AheadHolds
+	splitBytes   = capture.AheadChunkBytes
 	splitEvents  = 2048
 	maxDrains    = 1024
 )
