@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
@@ -285,7 +286,7 @@ func TestPcapAheadChunks(t *testing.T) {
 // packet not read ahead cannot be held.
 func TestHold(t *testing.T) {
 	b := pcapHeader(0xffff)
-	for i := 0; len(b) < 2*(aheadChunks+2)*aheadChunkData; i++ { // a held packet every 20, about two chunks apart
+	for i := 0; len(b) < 2*(aheadChunks+2)*aheadChunkData; i++ {
 		n := 20000 + i%9000
 		b = recordHeader(b, uint32(1700000000+i), uint32(n), uint32(n))
 		for j := range n {
@@ -314,24 +315,42 @@ func TestHold(t *testing.T) {
 		data []byte
 		copy []byte
 	}
+	// A packet about every two chunks is held (the packets are of 20000
+	// bytes or more), up to AheadHolds chunks held at once: the Source must
+	// read to the end all the same, not wait for a chunk to be released.
+	every := 2 * aheadChunkData / 20000
 	var holds []kept
-	for i := 0; ; i++ {
-		p, err := s.Next()
-		if err == io.EOF {
-			break
+	read := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			p, err := s.Next()
+			if err != nil {
+				read <- err
+				return
+			}
+			if i%every == every/2 && len(holds) < AheadHolds {
+				if n := len(holds); n > 0 && holds[n-1].h.Holds(p) {
+					read <- fmt.Errorf("packet %d is in the chunk held last", i)
+					return
+				}
+				h, ok := p.Hold()
+				if !ok || !h.Holds(p) {
+					read <- fmt.Errorf("packet %d read ahead: no hold", i)
+					return
+				}
+				holds = append(holds, kept{h, p.Data, bytes.Clone(p.Data)})
+			}
 		}
-		if err != nil {
+	}()
+	select {
+	case err := <-read:
+		if err != io.EOF {
 			t.Fatal(err)
 		}
-		if i%20 == 10 && len(holds) < aheadChunks-2 {
-			h, ok := p.Hold()
-			if !ok || !h.Holds(p) {
-				t.Fatalf("packet %d read ahead: no hold", i)
-			}
-			holds = append(holds, kept{h, p.Data, bytes.Clone(p.Data)})
-		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the Source waits for a chunk with %d held", AheadHolds)
 	}
-	if len(holds) < aheadChunks-2 {
+	if len(holds) < AheadHolds {
 		t.Fatalf("%d packets held", len(holds))
 	}
 	for i, k := range holds {
