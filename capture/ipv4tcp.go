@@ -93,7 +93,9 @@ func (d *decoder) decodeIPv4TCP(data []byte) (ok, truncated bool) {
 
 // fullTCP decodes what decodeIPv4TCP left of the TCP header, if anything:
 // its options, and the ports of TransportFlow. Its checks passed there, so
-// it decodes.
+// it decodes. gopacket's DecodeFromBytes is the one way to set those ports,
+// so the header's fixed fields are decoded a second time: only for the
+// segments that go to reassembly, not the fast path's.
 func (d *decoder) fullTCP() {
 	if d.rest == nil {
 		return
