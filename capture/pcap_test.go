@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -358,5 +359,71 @@ func TestHold(t *testing.T) {
 			t.Errorf("held packet %d overwritten", i)
 		}
 		k.h.Release()
+	}
+}
+
+// countedReader counts the bytes read from r, from any goroutine.
+type countedReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countedReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// TestPcapAheadLead: a pcap not compressed is read aheadLead chunks ahead
+// of the chunk parsed, not as far as the chunks go, wherever the parser
+// is; every packet is read all the same.
+func TestPcapAheadLead(t *testing.T) {
+	b := pcapHeader(0xffff)
+	for i := 0; len(b) < (aheadChunks+4)*aheadChunkData; i++ {
+		n := 1000 + i%60000
+		b = recordHeader(b, uint32(1700000000+i), uint32(n), uint32(n))
+		for j := range n {
+			b = append(b, byte(i*3+j))
+		}
+	}
+	want, _ := sourceRead(b)
+	cr := &countedReader{r: bytes.NewReader(b)}
+	s, err := NewSource("f", cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.readAhead(nil, true)
+	lead := int64(aheadLead * aheadChunkData)
+	checks := 0
+	for i := 0; ; i++ {
+		p, err := s.Next()
+		if err == io.EOF && i == len(want) {
+			break
+		}
+		if err != nil || i >= len(want) || !bytes.Equal(p.Data, want[i].Data) {
+			t.Fatalf("packet %d: %v", i, err)
+		}
+		if i%40 != 0 {
+			continue
+		}
+		// The goroutine reads up to lead bytes past the chunks taken
+		// (the file's end sooner), and stops there.
+		taken := s.CaptureBytes()
+		to := min(taken+lead, int64(len(b)))
+		for deadline := time.Now().Add(10 * time.Second); cr.n.Load() < to; {
+			if time.Now().After(deadline) {
+				t.Fatalf("packet %d: %d bytes read with %d taken: not read ahead to %d", i, cr.n.Load(), taken, to)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(5 * time.Millisecond)
+		if got := cr.n.Load(); got > to {
+			t.Fatalf("packet %d: %d bytes read with %d taken: %d chunks ahead, want %d", i, got, taken, (got-taken+aheadChunkData-1)/aheadChunkData, aheadLead)
+		}
+		checks++
+	}
+	if checks < 10 {
+		t.Fatalf("%d checks", checks)
 	}
 }

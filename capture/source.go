@@ -372,16 +372,16 @@ func (s *Source) pcapAhead(pool *bufPool) bool {
 		return false
 	}
 	var release func()
-	n := aheadChunks
+	n, lead := aheadChunks, aheadLead
 	if s.ra != nil {
 		r, rel, ok := s.ra.detach()
 		if !ok {
 			return false
 		}
 		s.cnt.r, release = r, rel
-		n = aheadChunksCompressed
+		n, lead = aheadChunksCompressed, 0
 	}
-	b.ahead = startAhead(b.rd, release, pool.chunkPool(), b.off, n)
+	b.ahead = startAhead(b.rd, release, pool.chunkPool(), b.off, n, lead)
 	s.ahead.Store(b.ahead)
 	return true
 }
