@@ -22,9 +22,10 @@ import (
 // another goroutine keeps the packets' bytes there instead of copying
 // them. aheadChunks leaves room for the holds of the batches in flight
 // (pipeline's splitBatches; fewer chunks only make the reader wait for
-// the decoder to release one) and reads 5 MiB ahead of a file: decoding
-// works in bursts (a large request's batches are hashed and its answer
-// detected at its end), and the reading must go on meanwhile. With 6
+// the decoder to release one), up to 5 MiB of a file between the reading
+// and the decoding: decoding works in bursts (a large request's batches
+// are hashed and its answer detected at its end), and the reading and
+// parsing must go on meanwhile. With 6
 // chunks, on a real capture of 4 MB requests, the two goroutines took
 // turns: analyze at 0.98x the read loop, 1.04x one goroutine; with 16,
 // 1.32x and 1.70x. Chunks of 512 KiB, not 256, halve the hand-offs

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -29,7 +30,13 @@ const (
 	// ToolAnalyze is analyze at its default settings.
 	ToolAnalyzeOne = "analyze --workers 1"
 	ToolAnalyze    = "analyze"
-	ToolTshark     = "tshark"
+	// ToolAnalyzeOnePair is two analyze --workers 1 of the file at once,
+	// on a capture of real clients: how much two such runs gain from the
+	// second core on this machine (the caches, memory and host they
+	// share), the most a split of one run onto two goroutines could gain.
+	// Its size and packets are the two runs': its throughput theirs.
+	ToolAnalyzeOnePair = "2 x analyze --workers 1 at once"
+	ToolTshark         = "tshark"
 	// ToolZstd and ToolGzip decompress a compressed capture to /dev/null,
 	// what analyze of that file is compared with.
 	ToolZstd = "zstd -dc"
@@ -177,8 +184,11 @@ type tool struct {
 	args []string
 	// devNull sends stdout to /dev/null; else check, if set, reads it.
 	devNull bool
-	check   func(stdout []byte) error
-	runs    []run
+	// pair runs two at once, each checked; the wall time is until both
+	// end, the CPU time both's.
+	pair  bool
+	check func(stdout []byte) error
+	runs  []run
 }
 
 // File measures every tool on path, whose manifest lies beside it, and
@@ -249,7 +259,11 @@ func File(cfg Config, path string) ([]Measure, error) {
 			{name: ToolReadLoopZeroCopy, bin: cfg.ReadLoop, args: []string{"-zerocopy", path}, check: loopCheck},
 		}
 		if cfg.OneWorker {
-			tools = append(tools, &tool{name: ToolAnalyzeOne, bin: cfg.Kdupcap, args: append(slices.Clone(analyze), "--workers", "1", path), check: analyzeCheck})
+			one := &tool{name: ToolAnalyzeOne, bin: cfg.Kdupcap, args: append(slices.Clone(analyze), "--workers", "1", path), check: analyzeCheck}
+			tools = append(tools, one)
+			if base.Real {
+				tools = append(tools, &tool{name: ToolAnalyzeOnePair, bin: one.bin, args: one.args, check: analyzeCheck, pair: true})
+			}
 		}
 	case "zst", "gz":
 		name, bin := ToolZstd, cfg.Zstd
@@ -284,14 +298,18 @@ func File(cfg Config, path string) ([]Measure, error) {
 			if t.devNull {
 				dn = devNull
 			}
-			r, _, err := runTo(t.bin, t.args, true, dn)
+			var r run
+			var err error
+			if t.pair {
+				r, err = runPair(t.bin, t.args, t.check)
+			} else {
+				r, _, err = runTo(t.bin, t.args, true, dn)
+				if err == nil && t.check != nil {
+					err = t.check(r.stdout)
+				}
+			}
 			if err != nil {
 				return nil, err
-			}
-			if t.check != nil {
-				if err := t.check(r.stdout); err != nil {
-					return nil, err
-				}
 			}
 			t.runs = append(t.runs, r)
 		}
@@ -301,7 +319,10 @@ func File(cfg Config, path string) ([]Measure, error) {
 		ms := base
 		ms.Tool = t.name
 		ms.Wall, ms.CPU, ms.PeakRSS = summarize(t.runs)
-		if t.name == ToolAnalyze || t.name == ToolAnalyzeOne {
+		if t.pair {
+			ms.Size, ms.Packets = 2*ms.Size, 2*ms.Packets
+		}
+		if t.name == ToolAnalyze || t.name == ToolAnalyzeOne || t.pair {
 			if cfg.MaxRSS > 0 && ms.PeakRSS > cfg.MaxRSS {
 				return nil, fmt.Errorf("%s: %s peak RSS %s over the %s limit", path, t.name, humanBytes(ms.PeakRSS), humanBytes(cfg.MaxRSS))
 			}
@@ -345,6 +366,32 @@ func File(cfg Config, path string) ([]Measure, error) {
 	// tshark 4.0 does not list Produce v9 and later; say how many it saw.
 	ts.Note = fmt.Sprintf("listed %d of %d produce requests", n, m.Totals.ProduceRequests)
 	return append(out, ts), nil
+}
+
+// runPair runs name with args twice at once, checks both outputs, and
+// measures them together: the wall time until both end, the CPU time of
+// both, the larger peak RSS.
+func runPair(name string, args []string, check func([]byte) error) (run, error) {
+	var rs [2]run
+	var errs [2]error
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range rs {
+		wg.Go(func() { rs[i], _, errs[i] = runProcess(name, args, true) })
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	for i, r := range rs {
+		if err := errs[i]; err != nil {
+			return run{}, err
+		}
+		if check != nil {
+			if err := check(r.stdout); err != nil {
+				return run{}, err
+			}
+		}
+	}
+	return run{wall: wall, cpu: rs[0].cpu + rs[1].cpu, maxRSS: max(rs[0].maxRSS, rs[1].maxRSS)}, nil
 }
 
 // tlsArgs are the flags that decrypt the TLS capture at path (none for a
@@ -490,6 +537,12 @@ func Ratios(ms []Measure) []string {
 		ratio(ToolReadLoop, percent, tg.ReadLoop)
 		ratio(ToolReadLoopZeroCopy, percent, tg.ZeroCopy)
 		ratio(ToolAnalyzeOne, times(2), tg.OneWorker)
+		if pair, ok := t[ToolAnalyzeOnePair]; ok {
+			if one, ok := t[ToolAnalyzeOne]; ok {
+				parts = append(parts, fmt.Sprintf("two one-worker runs at once / one = %s (CPU time: %s)",
+					times(2)(pair.MBps()/one.MBps()), times(2)(pair.CPUMBps()/one.CPUMBps())))
+			}
+		}
 		ratio(ToolZstd, percent, CompressedTarget)
 		ratio(ToolGzip, percent, CompressedTarget)
 		ratio(ToolTshark, times(1), 0)

@@ -172,6 +172,28 @@ func TestFile(t *testing.T) {
 		t.Errorf("analyze note %q, want %q", ms[2].Note, want)
 	}
 
+	// On a capture of real clients, with one worker: also two one-worker
+	// runs at once, measured together.
+	m.Source = "TestFile"
+	writeManifest(m)
+	one := cfg
+	one.OneWorker = true
+	ms, err = File(one, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tools []string
+	for _, x := range ms {
+		tools = append(tools, x.Tool)
+	}
+	if want := []string{ToolReadLoop, ToolReadLoopZeroCopy, ToolAnalyzeOne, ToolAnalyzeOnePair, ToolAnalyze}; !slices.Equal(tools, want) {
+		t.Fatalf("tools %q, want %q", tools, want)
+	}
+	if p, o := ms[3], ms[2]; p.Size != 2*o.Size || p.Packets != 2*o.Packets || p.Wall <= 0 || p.CPU <= 0 || p.Note != o.Note {
+		t.Errorf("pair %+v, one %+v", p, o)
+	}
+
+	m.Source = ""
 	m.Resends[0].Verdict = "bogus"
 	writeManifest(m)
 	if _, err := File(cfg, path); err == nil || !strings.Contains(err.Error(), "differs from the manifest") {
@@ -190,6 +212,7 @@ func TestRatiosTargets(t *testing.T) {
 		{File: "lo.pcap", Size: 1e9, Tool: ToolAnalyze, Wall: time.Second / 2, CPU: time.Second, MTU: 65535, Real: true},
 		{File: "eth.pcap", Size: 1e9, Tool: ToolReadLoop, Wall: time.Second, CPU: time.Second, MTU: 1500, Real: true},
 		{File: "eth.pcap", Size: 1e9, Tool: ToolAnalyzeOne, Wall: 2 * time.Second, CPU: 2 * time.Second, MTU: 1500, Real: true},
+		{File: "eth.pcap", Size: 2e9, Tool: ToolAnalyzeOnePair, Wall: 2500 * time.Millisecond, CPU: 4400 * time.Millisecond, MTU: 1500, Real: true},
 		{File: "eth.pcap", Size: 1e9, Tool: ToolAnalyze, Wall: 1500 * time.Millisecond, CPU: 2 * time.Second, MTU: 1500, Real: true},
 		{File: "lo.pcap.zst", Size: 1e8, Tool: ToolZstd, Wall: time.Second, CPU: time.Second, Codec: "zst", Real: true},
 		{File: "lo.pcap.zst", Size: 1e8, Tool: ToolAnalyze, Wall: 1100 * time.Millisecond, CPU: 2 * time.Second, Codec: "zst", Real: true},
@@ -201,7 +224,7 @@ func TestRatiosTargets(t *testing.T) {
 	want := []string{
 		"lo.pcap: analyze/read loop = 200% (CPU time: 100%), analyze/read loop, zero-copy = 50% (CPU time: 25%), analyze/analyze --workers 1 = 2.00x (CPU time: 1.00x); " +
 			"targets: analyze/read loop >= 1.00x met, analyze/read loop, zero-copy >= 0.30x met, analyze/analyze --workers 1 >= 1.00x met",
-		"eth.pcap: analyze/read loop = 67% (CPU time: 50%), analyze/analyze --workers 1 = 1.33x (CPU time: 1.00x); " +
+		"eth.pcap: analyze/read loop = 67% (CPU time: 50%), analyze/analyze --workers 1 = 1.33x (CPU time: 1.00x), two one-worker runs at once / one = 1.60x (CPU time: 0.91x); " +
 			"targets: analyze/read loop >= 0.80x BELOW, analyze/analyze --workers 1 >= 1.60x BELOW",
 		"lo.pcap.zst: analyze/zstd -dc = 91% (CPU time: 50%); targets: analyze/zstd -dc >= 0.80x met",
 		"gen.pcap: analyze/read loop = 50% (CPU time: 50%), analyze/tshark = 10.5x (CPU time: 5.0x)",
