@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/kdupcap/kdupcap/capture"
@@ -20,10 +21,12 @@ type Inputs struct {
 	// Skew[i], if any, is added to every timestamp of Files[i].
 	Skew  []time.Duration
 	Stdin io.Reader
-	// Stop, when closed, ends the reading at the next packet (within
-	// progressEvery+1 packets), or at once while standard input waits for
-	// bytes: what was read before is decided and reported as usual
-	// (SIGINT on a `tcpdump | kdupcap analyze -`).
+	// Stop, when closed, ends the reading: of files, at the next packet
+	// (within progressEvery+1 packets); of standard input, once the bytes
+	// it had sent before are read (no read starts after Stop, and one that
+	// waits for bytes ends at once). What was read before is decided and
+	// reported as usual (SIGINT on a `tcpdump | kdupcap analyze -`: every
+	// packet taken from the pipe before the signal).
 	Stop <-chan struct{}
 	// MaxBytes, when positive, ends the reading once this many bytes of
 	// capture (decompressed: a small .zst may expand without end) were
@@ -62,6 +65,11 @@ func (in Inputs) Size() int64 {
 		total += st.Size()
 	}
 	return total
+}
+
+// readsFiles reports whether any input is a file, not standard input.
+func (in Inputs) readsFiles() bool {
+	return slices.ContainsFunc(in.Files, func(f string) bool { return f != "-" })
 }
 
 // progressEvery+1 is how many packets are read between two calls of an
@@ -123,11 +131,19 @@ func eachPacket(m *capture.Merged, onRead func(Read), in Inputs, fn func(capture
 			onRead(Read{Input: m.InputBytes(), Capture: m.CaptureBytes()})
 		}
 	}
+	// Standard input ends itself on Stop (stopReader) once the bytes taken
+	// from it are read: checking Stop here too would drop those bytes, read
+	// ahead and not yet parsed, or all of them when the stop comes before
+	// the first packet.
+	stop := in.Stop
+	if !in.readsFiles() {
+		stop = nil
+	}
 	for n := 0; ; n++ {
 		if n&progressEvery == 0 {
 			progress()
 			select {
-			case <-in.Stop:
+			case <-stop:
 				return errs, readStopped
 			default:
 			}
@@ -156,7 +172,9 @@ var errStopped = errors.New("pipeline: reading stopped")
 
 // stopReader reads standard input on a goroutine of its own, so that a
 // closed stop ends a Read that waits for bytes: a pipe from a capture that
-// sends nothing must not keep an interrupted analysis from reporting.
+// sends nothing must not keep an interrupted analysis from reporting. The
+// bytes taken from the input before the stop are returned all the same,
+// and no read starts after it.
 type stopReader struct {
 	r     io.Reader
 	stop  <-chan struct{}
@@ -182,6 +200,11 @@ func (s *stopReader) Read(p []byte) (int, error) {
 		return 0, s.err
 	}
 	if !s.going {
+		select {
+		case <-s.stop:
+			return 0, errStopped
+		default:
+		}
 		if s.res == nil {
 			s.res, s.buf = make(chan readResult, 1), make([]byte, 64<<10)
 		}
@@ -191,16 +214,23 @@ func (s *stopReader) Read(p []byte) (int, error) {
 			s.res <- readResult{n, err}
 		}()
 	}
+	var r readResult
 	select {
-	case r := <-s.res:
-		s.going = false
-		n := copy(p, s.buf[:r.n])
-		s.left, s.err = s.buf[n:r.n], r.err
-		if len(s.left) > 0 {
-			return n, nil
-		}
-		return n, r.err
+	case r = <-s.res:
 	case <-s.stop:
-		return 0, errStopped
+		// A select takes either when both are ready: bytes the read
+		// already took come first.
+		select {
+		case r = <-s.res:
+		default:
+			return 0, errStopped
+		}
 	}
+	s.going = false
+	n := copy(p, s.buf[:r.n])
+	s.left, s.err = s.buf[n:r.n], r.err
+	if len(s.left) > 0 {
+		return n, nil
+	}
+	return n, r.err
 }

@@ -1,0 +1,207 @@
+package pipeline
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kdupcap/kdupcap/internal/gencap"
+)
+
+// countReader counts its Reads; each returns the next of reads (then
+// blocks until release is closed, as an open pipe that sends nothing
+// does).
+type countReader struct {
+	reads   [][]byte
+	calls   atomic.Int32
+	release chan struct{}
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	i := int(c.calls.Add(1)) - 1
+	if i < len(c.reads) {
+		return copy(p, c.reads[i]), nil
+	}
+	<-c.release
+	return 0, io.EOF
+}
+
+// TestStopReader: a stopReader returns the bytes taken from its input
+// before the stop, even when the stop and the read's end are both there
+// when it looks (a select takes either), starts no read after the stop,
+// and ends a read that waits for bytes at once.
+func TestStopReader(t *testing.T) {
+	data := bytes.Repeat([]byte("kafka"), 100)
+	tests := []struct {
+		name string
+		// setup returns the stopReader and its input, the stop closed
+		// at the point the case is about.
+		setup func(t *testing.T) (*stopReader, *countReader)
+		p     int    // the size of the caller's buffer
+		want  []byte // read before errStopped
+		calls int32  // the input's Reads
+	}{
+		{
+			name: "read done and stop closed at once",
+			setup: func(t *testing.T) (*stopReader, *countReader) {
+				// The state a Read meets when the input's read ended
+				// and the stop came before it looked: both ready.
+				cr := &countReader{release: make(chan struct{})}
+				stop := make(chan struct{})
+				close(stop)
+				s := &stopReader{r: cr, stop: stop, res: make(chan readResult, 1), buf: make([]byte, 64<<10), going: true}
+				s.res <- readResult{n: copy(s.buf, data)}
+				return s, cr
+			},
+			p: 64 << 10, want: data, calls: 0,
+		},
+		{
+			name: "bytes left over from a short buffer",
+			setup: func(t *testing.T) (*stopReader, *countReader) {
+				cr := &countReader{reads: [][]byte{data}, release: make(chan struct{})}
+				stop := make(chan struct{})
+				s := &stopReader{r: cr, stop: stop}
+				p := make([]byte, 100)
+				if n, err := s.Read(p); n != 100 || err != nil {
+					t.Fatalf("first read: %d, %v", n, err)
+				}
+				close(stop)
+				return s, cr
+			},
+			p: 100, want: data[100:], calls: 1,
+		},
+		{
+			name: "no read after the stop",
+			setup: func(t *testing.T) (*stopReader, *countReader) {
+				cr := &countReader{reads: [][]byte{data}, release: make(chan struct{})}
+				stop := make(chan struct{})
+				close(stop)
+				return &stopReader{r: cr, stop: stop}, cr
+			},
+			p: 64 << 10, want: nil, calls: 0,
+		},
+		{
+			name: "a read that waits ends at the stop",
+			setup: func(t *testing.T) (*stopReader, *countReader) {
+				cr := &countReader{release: make(chan struct{})}
+				stop := make(chan struct{})
+				time.AfterFunc(20*time.Millisecond, func() { close(stop) })
+				return &stopReader{r: cr, stop: stop}, cr
+			},
+			p: 64 << 10, want: nil, calls: 1,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// A select's choice is random: enough rounds that taking the
+			// stop over ready bytes half the time fails.
+			for round := range 64 {
+				s, cr := tc.setup(t)
+				var got []byte
+				p := make([]byte, tc.p)
+				var err error
+				deadline := time.Now().Add(10 * time.Second)
+				for err == nil {
+					if time.Now().After(deadline) {
+						t.Fatal("Read did not end")
+					}
+					var n int
+					n, err = s.Read(p)
+					got = append(got, p[:n]...)
+				}
+				close(cr.release) // the goroutine of a waiting read ends
+				if !errors.Is(err, errStopped) {
+					t.Fatalf("round %d: %v, want errStopped", round, err)
+				}
+				if !bytes.Equal(got, tc.want) {
+					t.Fatalf("round %d: read %d bytes before the stop, want %d", round, len(got), len(tc.want))
+				}
+				if n := cr.calls.Load(); n != tc.calls {
+					t.Fatalf("round %d: %d reads of the input, want %d", round, n, tc.calls)
+				}
+			}
+		})
+	}
+}
+
+// stopAfter is standard input that sends a capture and then, when asked
+// for more, closes stop (the signal) and sends nothing, its pipe still
+// open, until release.
+type stopAfter struct {
+	r       io.Reader
+	stop    chan struct{}
+	once    sync.Once
+	release chan struct{}
+}
+
+func (s *stopAfter) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if n > 0 || err != io.EOF {
+		return n, err
+	}
+	s.once.Do(func() { close(s.stop) })
+	<-s.release
+	return 0, io.EOF
+}
+
+// TestStopStdin: a stop that comes once standard input has sent a whole
+// capture (SIGINT on `tcpdump | kdupcap analyze -` after the traffic) ends
+// the run with every packet of it decided, as when the capture is read
+// from a file to its end, whatever is read ahead and not parsed when the
+// stop comes, and with whichever run (one goroutine, split, sharded).
+func TestStopStdin(t *testing.T) {
+	dir := t.TempDir()
+	gen := filepath.Join(dir, "gen.pcap")
+	f, err := os.Create(gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := gencap.DefaultConfig()
+	cfg.TargetBytes, cfg.MTU = 4<<20, 1500
+	if _, err := gencap.Generate(f, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{"../testdata/kcat-nonidempotent-timeout.pcap", gen} {
+		capBytes, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, workers := range []int{1, 0, 2} {
+			o := Options{Sniff: true, Workers: workers}
+			want := NewAnalysis(o)
+			if errs := want.Read(Inputs{Files: []string{file}}, nil); len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			wantFindings, wantPackets := want.Finish(), want.Summary(nil).Packets
+			if len(wantFindings) == 0 {
+				t.Fatalf("%s: no findings read from the file", file)
+			}
+			for round := range 5 {
+				in := &stopAfter{r: bytes.NewReader(capBytes), stop: make(chan struct{}), release: make(chan struct{})}
+				a := NewAnalysis(o)
+				errs := a.Read(Inputs{Files: []string{"-"}, Stdin: in, Stop: in.stop}, nil)
+				close(in.release)
+				got := a.Finish()
+				if !a.Stopped() {
+					t.Errorf("%s workers %d round %d: not stopped (errors %v)", file, workers, round, errs)
+				}
+				if p := a.Summary(nil).Packets; p != wantPackets {
+					t.Errorf("%s workers %d round %d: %d packets decided, the capture has %d", file, workers, round, p, wantPackets)
+				}
+				if !reflect.DeepEqual(got, wantFindings) {
+					t.Errorf("%s workers %d round %d: %d findings, %d read from the file", file, workers, round, len(got), len(wantFindings))
+				}
+			}
+		}
+	}
+}
