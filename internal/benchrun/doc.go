@@ -28,7 +28,10 @@
 // clients (its manifest's Source, made by internal/kafkatest/cmd/realcap,
 // its broker's port in Manifest.Port) Ratios ends each line with issue
 // 17's [Targets] for its MTU ([TargetsFor]), and a compressed capture's
-// with [CompressedTarget]. cmd/benchrun is the command,
+// with [CompressedTarget]. [CoreRoundTrip] measures the machine: how long a
+// cache line takes between two CPUs and back, what a run split over two
+// goroutines pays for the bytes it hands on (issue 17's 1.6x of two
+// goroutines over one rests on it). cmd/benchrun is the command,
 // and cmd/readloop the read loop it measures, reading a pcap (or pcapng)
 // with pcapgo alone.
 //
@@ -50,4 +53,5 @@
 // # Files
 //
 //   - benchrun.go: Config, Measure, File, CheckFindings, WriteTable and Ratios.
+//   - cores.go: CoreRoundTrip.
 package benchrun

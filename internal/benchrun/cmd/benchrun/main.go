@@ -6,6 +6,10 @@
 //
 //	benchrun -kdupcap ./kdupcap -readloop bin/readloop [-tshark /usr/bin/tshark] FILE... [FILE.zst FILE.gz]
 //
+// After the table it prints a line on the machine: how long a cache line
+// takes from one CPU to another and back (benchrun.CoreRoundTrip), what a
+// split of the work between two CPUs pays and two processes do not.
+//
 // It exits 1 when a run fails or analyze's findings differ from a manifest.
 package main
 
@@ -16,9 +20,18 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
+	"time"
 
 	"github.com/kdupcap/kdupcap/internal/benchrun"
+)
+
+// coreRounds and coreTries size the measure of benchrun.CoreRoundTrip:
+// about half a second on a VM whose CPUs lie far apart.
+const (
+	coreRounds = 200000
+	coreTries  = 5
 )
 
 func main() {
@@ -65,6 +78,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cfg.Gzip, _ = exec.LookPath("gzip")
 	}
 	cfg.Log = stderr
+	// Before the runs, on the machine as it is: what a split of the work
+	// between two CPUs pays for each cache line of bytes it hands on.
+	trip, tripOK := benchrun.CoreRoundTrip(coreRounds, coreTries, 10*time.Second)
 	var all []benchrun.Measure
 	failed := false
 	for _, f := range fs.Args() {
@@ -79,6 +95,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := benchrun.WriteTable(stdout, all); err != nil {
 		fmt.Fprintf(stderr, "benchrun: %v\n", err)
 		return 1
+	}
+	if tripOK {
+		fmt.Fprintf(stdout, "machine: %d CPUs; a cache line's round trip between two of them: %d ns (median of %d runs of %d)\n",
+			runtime.NumCPU(), trip.Nanoseconds(), coreTries, coreRounds)
+	} else {
+		fmt.Fprintf(stdout, "machine: %d CPUs; a cache line's round trip between two of them: not measured\n", runtime.NumCPU())
 	}
 	if failed {
 		return 1
