@@ -57,6 +57,7 @@ const (
 	aheadChunks           = 10
 	aheadChunksCompressed = 6
 	aheadLead             = 2
+	aheadFirst            = aheadLead + 2
 	aheadChunkData        = 512 << 10
 	aheadChunkSize        = pcapBufSize + aheadChunkData
 )
@@ -92,6 +93,13 @@ type pcapAhead struct {
 	// lead, when set, holds a token for each chunk read and not yet
 	// taken: the goroutine reads at most cap(lead) chunks ahead.
 	lead chan struct{}
+	// more is how many chunks the goroutine may still make, when it finds
+	// none to fill: the first few come from the pool, the others only when
+	// Holds keep chunks (pipeline's split) or a decompressor runs ahead, so
+	// that a run whose packets are copied (sharded) holds no more than it
+	// reads into. They go to the pool with the others (drop), and the next
+	// file of a merge takes them all from there.
+	more int
 }
 
 // aheadBuf is one chunk of a pcapAhead and the references to it: the
@@ -115,10 +123,11 @@ type aheadChunk struct {
 	err error
 }
 
-// startAhead starts reading rd, at stream offset off, into n chunks from
-// pool (made anew when it has none), at most lead chunks ahead of those
-// taken (0: as far as the chunks go); release, if set, runs once rd is
-// read no more.
+// startAhead starts reading rd, at stream offset off, into at most n
+// chunks: aheadFirst, or as many as pool has (from pool, made anew when it
+// has none), the others made when needed; at most lead chunks ahead of
+// those taken (0: as far as the chunks go); release, if set, runs once rd
+// is read no more.
 func startAhead(rd io.Reader, release func(), pool *bufPool, off int64, n, lead int) *pcapAhead {
 	a := &pcapAhead{rd: rd, release: release, pool: pool,
 		full: make(chan aheadChunk, n), empty: make(chan *aheadBuf, n), done: make(chan struct{})}
@@ -126,11 +135,34 @@ func startAhead(rd io.Reader, release func(), pool *bufPool, off int64, n, lead 
 		a.lead = make(chan struct{}, lead)
 	}
 	a.handed.Store(off)
-	for range n {
+	first := min(n, max(aheadFirst, pool.len()))
+	for range first {
 		a.empty <- &aheadBuf{buf: pool.get(), a: a}
 	}
+	a.more = n - first
 	go a.run()
 	return a
+}
+
+// nextEmpty returns a chunk to fill: an empty one, else a new one while
+// more may be made, else the next one given back; nil once closed. The
+// pool is the reading goroutine's: the chunks made here are new.
+func (a *pcapAhead) nextEmpty() *aheadBuf {
+	select {
+	case c := <-a.empty:
+		return c
+	default:
+	}
+	if a.more > 0 {
+		a.more--
+		return &aheadBuf{buf: make([]byte, aheadChunkSize), a: a}
+	}
+	select {
+	case c := <-a.empty:
+		return c
+	case <-a.done:
+		return nil
+	}
 }
 
 // run reads rd into empty chunks until rd's first error or Close. A read
@@ -148,10 +180,8 @@ func (a *pcapAhead) run() {
 				return
 			}
 		}
-		var c *aheadBuf
-		select {
-		case c = <-a.empty:
-		case <-a.done:
+		c := a.nextEmpty()
+		if c == nil {
 			return
 		}
 		buf := c.buf

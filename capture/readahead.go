@@ -111,6 +111,14 @@ func (p *bufPool) chunkPool() *bufPool {
 	return p.chunks
 }
 
+// len is how many buffers p has.
+func (p *bufPool) len() int {
+	if p == nil {
+		return 0
+	}
+	return len(p.free)
+}
+
 func (p *bufPool) put(b []byte) {
 	if p != nil {
 		p.free = append(p.free, b[:cap(b)])

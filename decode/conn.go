@@ -39,8 +39,10 @@ type direction struct {
 	buf  []byte
 	held int
 	// scan sums the batches of the request frame buf holds as it comes
-	// (scan.go).
-	scan batchScan
+	// (scan.go); nil until a request frame large enough to scan comes in
+	// segments, so that the many connections that send none (a flood of
+	// half-open ones) do not carry it.
+	scan *batchScan
 	// arr is the array buf is cut from, when it is one that outlives its
 	// frame (buffer.go); excess is its room past buf, as Decoder.spareBytes
 	// counts it.
@@ -58,6 +60,9 @@ type direction struct {
 }
 
 // Conn decodes one TCP connection. It satisfies capture.Stream.
+//
+// Its flags stand together, so that a Conn fits the 576-byte size class:
+// a capture holds as many as its connections (16384 by default).
 type Conn struct {
 	d    *Decoder
 	a, b netip.AddrPort
@@ -65,20 +70,20 @@ type Conn struct {
 
 	decided    bool // which side is the client is known
 	clientIsA  bool
-	detectedBy string
 	byPort     bool // both ends on a Kafka port: never rejected
+	seen       bool // data came (at firstSeen)
+	rejected   bool
+	closed     bool
+	evicted    bool // closed by Evict
+	ended      bool // its end was reported (end.go)
+	detectedBy string
 
 	info *ConnInfo    // nil until the connection is taken as Kafka and has data
 	sum  *ConnSummary // with info
 
 	firstSeen  time.Time
-	seen       bool
-	sniffBytes int // bytes delivered while undecided
-	sniffTries int // candidate frame starts that failed while undecided
-	rejected   bool
-	closed     bool
-	evicted    bool      // closed by Evict
-	ended      bool      // its end was reported (end.go)
+	sniffBytes int       // bytes delivered while undecided
+	sniffTries int       // candidate frame starts that failed while undecided
 	clientIDs  []*string // interned client.ids; sum.ClientIDs holds their values
 	lastClient *string
 	pending    []pending // requests awaiting a response, in the order sent
@@ -368,7 +373,7 @@ func (c *Conn) frames(dir *direction, b []byte, pos int64, ts time.Time) {
 				return
 			}
 			dir.frameStart = dir.bufTS
-			c.d.scan, c.d.scanBuf = &dir.scan, dir.buf
+			c.d.scan, c.d.scanBuf = dir.scan, dir.buf
 			c.d.offer(dir, dir.buf)
 			c.frame(dir, dir.buf[4:], start, ts)
 			c.d.scan, c.d.scanBuf = nil, nil
@@ -419,7 +424,10 @@ func (c *Conn) frames(dir *direction, b []byte, pos int64, ts time.Time) {
 		}
 		dir.buf, dir.bufTS = append(dir.buf, b...), ts
 		dir.scan.quit()
-		if dir.role == roleRequests && want > oversizedHead {
+		if dir.role == roleRequests && want > oversizedHead && want-4 >= scanMinFrame {
+			if dir.scan == nil {
+				dir.scan = new(batchScan)
+			}
 			dir.scan.reset(want - 4)
 			dir.scan.advance(dir.buf)
 		}

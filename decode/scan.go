@@ -100,18 +100,20 @@ func (s *batchScan) reset(size int) {
 	}
 }
 
-// quit stops the scan and forgets its sums.
+// quit stops the scan and forgets its sums; nil (no scan yet) is stopped.
 func (s *batchScan) quit() {
-	*s = batchScan{sums: s.sums[:0]} // pos too: a position of the last frame would stall the next
+	if s != nil {
+		*s = batchScan{sums: s.sums[:0]} // pos too: a position of the last frame would stall the next
+	}
 }
 
 // off stops the scan where it is: what it summed stays.
 func (s *batchScan) off() { s.step = scanOff }
 
 // more scans buf, the frame buffered so far, when enough bytes came since
-// the last time, or when the frame is whole.
+// the last time, or when the frame is whole; nil scans nothing.
 func (s *batchScan) more(buf []byte, whole bool) {
-	if s.step != scanOff && (whole || len(buf)-s.seen >= scanChunk) {
+	if s != nil && s.step != scanOff && (whole || len(buf)-s.seen >= scanChunk) {
 		s.seen = len(buf)
 		s.advance(buf)
 	}
