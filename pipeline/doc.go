@@ -23,7 +23,8 @@
 // same findings in the same order every way, the stages' shared state
 // (connection numbers, topic names, error messages) kept in one
 // decode.Shared in capture order. A Live run reads a
-// live source until it is told to stop, reports each finding as soon as
+// live source until it is told to stop (and then what the source captured
+// before the stop), reports each finding as soon as
 // detect decides it, marks those sent while the kernel dropped packets,
 // and writes their packets as evidence. A Correlate run reads the attempts
 // that the runs of many hosts published (Options.Attempts, a

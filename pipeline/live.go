@@ -123,7 +123,8 @@ func NewLive(o LiveOptions, src LiveSource) (*Live, error) {
 // were reported; it returns the source's error if reading failed. Without
 // traffic the source answers live.ErrTimeout every poll interval, and the
 // wall clock moves the run's time on, so that findings waiting for a retry
-// are still decided.
+// are still decided. Stopped by ctx or Duration, it first reads what the
+// kernel captured before the stop (drain).
 func (l *Live) Run(ctx context.Context) error {
 	start := time.Now()
 	var deadline time.Time
@@ -133,12 +134,12 @@ func (l *Live) Run(ctx context.Context) error {
 	sinceDropCheck := 0
 	l.pollKeys(start)
 	for {
-		if ctx.Err() != nil || (l.opts.Count > 0 && l.findings >= l.opts.Count) {
+		if l.opts.Count > 0 && l.findings >= l.opts.Count {
 			return nil
 		}
 		now := time.Now()
-		if !deadline.IsZero() && !now.Before(deadline) {
-			return nil
+		if ctx.Err() != nil || (!deadline.IsZero() && !now.Before(deadline)) {
+			return l.drain(now)
 		}
 		pkt, err := l.src.Next()
 		switch {
@@ -163,6 +164,46 @@ func (l *Live) Run(ctx context.Context) error {
 		}
 		if l.opts.OnTick != nil {
 			l.opts.OnTick(now)
+		}
+	}
+}
+
+// Bounds of drain: a block of the kernel's ring is handed over up to
+// live.DefaultBlockTimeout after its first packet, so a packet captured
+// just before the stop may come that much later; traffic stamped before
+// the stop that never pauses (a clock stepped back) is read for at most
+// drainMax.
+const (
+	drainBlock = live.DefaultBlockTimeout
+	drainMax   = time.Second
+)
+
+// drain reads the packets captured before stopAt, the moment the run was
+// told to stop: what the user asked to see, some of it still in the ring
+// (a stop right after the last request of an incident must not lose its
+// answer). It ends at the first packet stamped after stopAt, at an idle
+// poll once every block open at the stop was handed over (drainBlock), or
+// after drainMax.
+func (l *Live) drain(stopAt time.Time) error {
+	for end := stopAt.Add(drainMax); ; {
+		pkt, err := l.src.Next()
+		now := time.Now()
+		switch {
+		case err == nil:
+			if pkt.CI.Timestamp.After(stopAt) {
+				return nil
+			}
+			l.p.asm.Add(pkt)
+			l.writeEvidence()
+		case errors.Is(err, live.ErrTimeout):
+			if now.Sub(stopAt) >= drainBlock {
+				return nil
+			}
+		default:
+			return err
+		}
+		if !now.Before(end) {
+			return nil
 		}
 	}
 }
