@@ -123,14 +123,21 @@ func NewLive(o LiveOptions, src LiveSource) (*Live, error) {
 // were reported; it returns the source's error if reading failed. Without
 // traffic the source answers live.ErrTimeout every poll interval, and the
 // wall clock moves the run's time on, so that findings waiting for a retry
-// are still decided. Stopped by ctx or Duration, it first reads what the
-// kernel captured before the stop (drain).
+// are still decided.
+//
+// Told to stop by ctx or Duration, it drains: it goes on reading what the
+// kernel captured before the stop, what the user asked to see, some of it
+// still in the ring (a stop right after an incident's last request must
+// not lose its answer). It ends at the first packet stamped after the
+// stop, at an idle poll once every block open at the stop was handed over
+// (drainBlock), or drainMax after the stop.
 func (l *Live) Run(ctx context.Context) error {
 	start := time.Now()
 	var deadline time.Time
 	if l.opts.Duration > 0 {
 		deadline = start.Add(l.opts.Duration)
 	}
+	var stopAt time.Time // when told to stop; zero until then
 	sinceDropCheck := 0
 	l.pollKeys(start)
 	for {
@@ -138,15 +145,25 @@ func (l *Live) Run(ctx context.Context) error {
 			return nil
 		}
 		now := time.Now()
-		if ctx.Err() != nil || (!deadline.IsZero() && !now.Before(deadline)) {
-			return l.drain(now)
+		if stopAt.IsZero() && (ctx.Err() != nil || (!deadline.IsZero() && !now.Before(deadline))) {
+			stopAt = now
+		}
+		draining := !stopAt.IsZero()
+		if draining && now.Sub(stopAt) >= drainMax {
+			return nil
 		}
 		pkt, err := l.src.Next()
 		switch {
 		case err == nil:
+			if draining && pkt.CI.Timestamp.After(stopAt) {
+				return nil
+			}
 			l.p.asm.Add(pkt)
 			sinceDropCheck++
 		case errors.Is(err, live.ErrTimeout):
+			if draining && time.Since(stopAt) >= drainBlock {
+				return nil
+			}
 			l.p.asm.Tick(now)
 			l.p.det.Advance(now)
 			sinceDropCheck = dropCheckEvery
@@ -168,8 +185,8 @@ func (l *Live) Run(ctx context.Context) error {
 	}
 }
 
-// Bounds of drain: a block of the kernel's ring is handed over up to
-// live.DefaultBlockTimeout after its first packet, so a packet captured
+// Bounds of Run's drain: a block of the kernel's ring is handed over up
+// to live.DefaultBlockTimeout after its first packet, so a packet captured
 // just before the stop may come that much later; traffic stamped before
 // the stop that never pauses (a clock stepped back) is read for at most
 // drainMax.
@@ -177,36 +194,6 @@ const (
 	drainBlock = live.DefaultBlockTimeout
 	drainMax   = time.Second
 )
-
-// drain reads the packets captured before stopAt, the moment the run was
-// told to stop: what the user asked to see, some of it still in the ring
-// (a stop right after the last request of an incident must not lose its
-// answer). It ends at the first packet stamped after stopAt, at an idle
-// poll once every block open at the stop was handed over (drainBlock), or
-// after drainMax.
-func (l *Live) drain(stopAt time.Time) error {
-	for end := stopAt.Add(drainMax); ; {
-		pkt, err := l.src.Next()
-		now := time.Now()
-		switch {
-		case err == nil:
-			if pkt.CI.Timestamp.After(stopAt) {
-				return nil
-			}
-			l.p.asm.Add(pkt)
-			l.writeEvidence()
-		case errors.Is(err, live.ErrTimeout):
-			if now.Sub(stopAt) >= drainBlock {
-				return nil
-			}
-		default:
-			return err
-		}
-		if !now.Before(end) {
-			return nil
-		}
-	}
-}
 
 // Finish flushes what is pending: the decoder marks unanswered requests as
 // cut by the end of the capture, detect reports the findings not yet
