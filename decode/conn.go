@@ -424,11 +424,11 @@ func (c *Conn) frames(dir *direction, b []byte, pos int64, ts time.Time) {
 		}
 		dir.buf, dir.bufTS = append(dir.buf, b...), ts
 		dir.scan.quit()
-		if dir.role == roleRequests && want > oversizedHead && want-4 >= scanMinFrame {
+		if dir.role == roleRequests && want > oversizedHead && scans(want-4) {
 			if dir.scan == nil {
 				dir.scan = new(batchScan)
 			}
-			dir.scan.reset(want - 4)
+			dir.scan.reset()
 			dir.scan.advance(dir.buf)
 		}
 	}

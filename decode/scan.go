@@ -91,13 +91,16 @@ type batchSum struct {
 	crc      uint32
 }
 
+// scans reports whether a request of size bytes (after its size field) is
+// scanned as it comes (scanMinFrame); a direction that never sends one
+// carries no batchScan.
+func scans(size int) bool { return size >= scanMinFrame }
+
 // reset starts the scan of a frame whose first bytes the buffer has just
-// got: a request of size bytes (after its size field).
-func (s *batchScan) reset(size int) {
+// got: a request of size bytes (after its size field) that scans.
+func (s *batchScan) reset() {
 	s.quit()
-	if size >= scanMinFrame {
-		s.step = scanHeader
-	}
+	s.step = scanHeader
 }
 
 // quit stops the scan and forgets its sums; nil (no scan yet) is stopped.
