@@ -3,8 +3,11 @@ package pipeline
 import (
 	"context"
 	"io"
+	"os"
 	"testing"
 	"time"
+
+	"github.com/gopacket/gopacket/pcapgo"
 
 	"github.com/kdupcap/kdupcap/capture"
 	"github.com/kdupcap/kdupcap/capture/live"
@@ -35,25 +38,29 @@ func (r *ringSource) Next() (capture.Packet, error) {
 
 func (r *ringSource) Stats() live.Stats { return live.Stats{} }
 
-// ringPackets reads the packets of a capture file, each copied.
-func ringPackets(t *testing.T, path string) []capture.Packet {
+// pcapPackets reads the packets of a pcap file with pcapgo alone, not
+// kdupcap's own reading: the capture as it is.
+func pcapPackets(t *testing.T, path string) []capture.Packet {
 	t.Helper()
-	src, err := capture.Open(path)
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer src.Close()
+	defer f.Close()
+	r, err := pcapgo.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var pkts []capture.Packet
 	for {
-		p, err := src.Next()
+		data, ci, err := r.ReadPacketData()
 		if err == io.EOF {
 			return pkts
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.Data = append([]byte(nil), p.Data...)
-		pkts = append(pkts, p)
+		pkts = append(pkts, capture.Packet{Data: data, CI: ci, LinkType: r.LinkType()})
 	}
 }
 
@@ -64,7 +71,7 @@ func ringPackets(t *testing.T, path string) []capture.Packet {
 // pauses is read for a bounded time.
 func TestLiveStopDrains(t *testing.T) {
 	const file = "../testdata/kcat-nonidempotent-timeout.pcap"
-	pkts := ringPackets(t, file)
+	pkts := pcapPackets(t, file)
 	// The capture's log (testdata/README.md): two batches held twice.
 	const wantFindings = 2
 	past := time.Now().Add(-time.Minute)
