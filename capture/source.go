@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -58,12 +59,34 @@ const readerSize = 1 << 16
 // reserve (zstd --long uses 128 MiB windows).
 const zstdMaxWindow = 1 << 27
 
-// zstdBlocks is how many blocks of a zstd stream are decoded at once, on
-// the decoder's own goroutines (one history, bounded by the window
-// above): measured on a 1 GB capture of real clients on two cores,
-// analyze of its .zst took 2.2 s with 1, 1.9 s with 2 and 1.4 s with 4,
-// as long as `zstd -dc`, for 13 MB more peak memory.
-const zstdBlocks = 4
+// zstdBlocks is how many blocks of a zstd stream are decoded at once when
+// the run has procs CPUs (GOMAXPROCS). One block is decoded synchronously
+// on the goroutine that reads the capture ahead (pcapahead.go): one core
+// decompresses into the chunks, the other parses, reassembles and decodes,
+// which is the split the run wants. More than one starts the decoder's own
+// pipeline (three goroutines: blocks and literals, sequences, execution),
+// each block's bytes handed between them; on two cores those goroutines
+// and the run's take turns on both, and every hand-over crosses cores. On
+// a 1 GB capture of real clients (bench-real) on two cores, 10 interleaved
+// rounds: 1 block 1.33-1.69 s (median 1.54 s, 1.9 s of CPU, 47 MiB), 2
+// blocks 1.44-2.39 s, 4 blocks 1.09-2.15 s (median 1.9 s, 3.0 s of CPU,
+// 53 MiB); one block the faster in 9 of 10 rounds, and in 6 of 6 more
+// (1.69-1.74 s against 1.81-2.29 s). Four blocks won on another VM of two
+// cores, when the chunks came (0663bb2: 1.4 s against 2.2 s), and in some
+// quarter hours on this one (0.89 against 1.16 s), which the round trip
+// between the two CPUs did not foretell; one block costs a third less CPU
+// and 6 MiB less memory either way. With four CPUs or more the decoder's
+// goroutines have cores beside the run's: 4 blocks.
+func zstdBlocks(procs int) int {
+	if procs >= zstdParallelProcs {
+		return 4
+	}
+	return 1
+}
+
+// zstdParallelProcs is the fewest CPUs that decode zstd blocks in
+// parallel (zstdBlocks).
+const zstdParallelProcs = 4
 
 // Source reads packets from one capture file: pcap (microsecond or
 // nanosecond timestamps, either byte order) or pcapng (any number of
@@ -142,7 +165,7 @@ func NewSource(name string, r io.Reader) (*Source, error) {
 		s.ra = newReadAhead(zr, func() { zr.Close() })
 		s.codec, dec = "gzip", s.ra
 	case len(head) == 4 && binary.LittleEndian.Uint32(head) == magicZstd:
-		zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(zstdBlocks), zstd.WithDecoderMaxWindow(zstdMaxWindow))
+		zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(zstdBlocks(runtime.GOMAXPROCS(0))), zstd.WithDecoderMaxWindow(zstdMaxWindow))
 		if err != nil {
 			return nil, s.fail(0, codecError("zstd", err))
 		}

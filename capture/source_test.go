@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -419,5 +420,44 @@ func TestSourceCodecErrors(t *testing.T) {
 			}
 			t.Log(err)
 		})
+	}
+}
+
+// TestZstdDecoders reads zstd captures with both of the decoder's ways
+// (zstdBlocks): one block on the reading goroutine, and its own pipeline
+// of goroutines, as with two CPUs and with four.
+func TestZstdDecoders(t *testing.T) {
+	for _, tc := range []struct{ procs, want int }{
+		{1, 1}, {2, 1}, {3, 1}, {4, 4}, {64, 4},
+	} {
+		if got := zstdBlocks(tc.procs); got != tc.want {
+			t.Errorf("zstdBlocks(%d) = %d, want %d", tc.procs, got, tc.want)
+		}
+	}
+	pkts := testPackets(t)
+	ng, ngWant := pcapngFile(t, pkts)
+	pcap := zst(t, pcapFile(binary.LittleEndian, false, layers.LinkTypeRaw, pkts))
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{2, zstdParallelProcs} {
+		runtime.GOMAXPROCS(procs)
+		for _, f := range []struct {
+			name  string
+			file  []byte
+			want  []Packet
+			nanos bool
+		}{{"pcap", pcap, pkts, false}, {"pcapng", zst(t, ng), ngWant, true}} {
+			t.Run(fmt.Sprintf("%s/%d CPUs", f.name, procs), func(t *testing.T) {
+				s, err := NewSource("mem", bytes.NewReader(f.file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				got, err := readAll(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				samePackets(t, got, f.want, f.nanos)
+			})
+		}
 	}
 }
