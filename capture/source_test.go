@@ -447,16 +447,7 @@ func TestZstdDecoders(t *testing.T) {
 			nanos bool
 		}{{"pcap", pcap, pkts, false}, {"pcapng", zst(t, ng), ngWant, true}} {
 			t.Run(fmt.Sprintf("%s/%d CPUs", f.name, procs), func(t *testing.T) {
-				s, err := NewSource("mem", bytes.NewReader(f.file))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
-				got, err := readAll(s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				samePackets(t, got, f.want, f.nanos)
+				samePackets(t, readBack(t, "mem", f.file), f.want, f.nanos)
 			})
 		}
 	}
