@@ -95,6 +95,8 @@ type Merged struct {
 	ahead  []bool
 	aheadN int
 	bufs   bufPool // their buffers
+	// ended[i]: source i was ended early (EndSources); nil until one is.
+	ended []bool
 }
 
 // maxReadAhead is how many compressed sources a merge decompresses ahead at
@@ -137,7 +139,10 @@ func (m *Merged) Next() (Packet, error) {
 	for m.prime < len(m.srcs) {
 		i := m.prime
 		m.prime++
-		err := m.read(i)
+		var err error
+		if m.ended == nil || !m.ended[i] {
+			err = m.read(i)
+		}
 		if m.prime == len(m.srcs) {
 			heap.Init(&m.h)
 			m.primed = true
@@ -212,6 +217,44 @@ func (m *Merged) read(i int) error {
 		m.h = append(m.h, mergeItem{ts: ts, src: i})
 	}
 	return nil
+}
+
+// EndSources ends early every source whose name (as given to Open or
+// NewSource) end reports true for: its packets not yet returned are
+// dropped, as if it had reached its end there, and the merge goes on with
+// the others. A run told to stop ends its files at once this way, while
+// standard input, whose bytes are gone from the pipe once read, ends
+// itself after those it took. The sources stay open until Close: the
+// packets already returned may still be held (Packet.Hold).
+func (m *Merged) EndSources(end func(name string) bool) {
+	for i, src := range m.srcs {
+		if !end(src.name) || (m.ended != nil && m.ended[i]) {
+			continue
+		}
+		if m.ended == nil {
+			m.ended = make([]bool, len(m.srcs))
+		}
+		m.ended[i] = true
+		if m.heads[i] == nil {
+			continue // not primed yet, or at its end
+		}
+		m.heads[i] = nil
+		if !m.primed {
+			// Its head is in the heap being built.
+			m.h = slices.DeleteFunc(m.h, func(it mergeItem) bool { return it.src == i })
+			continue
+		}
+		at := slices.IndexFunc(m.h, func(it mergeItem) bool { return it.src == i })
+		if at == 0 && m.out {
+			m.out = false // its packet was handed out: not to be read on from
+		}
+		last := len(m.h) - 1
+		m.h.Swap(at, last)
+		m.h = m.h[:last]
+		if at < last {
+			heap.Fix(&m.h, at)
+		}
+	}
 }
 
 // Spans returns what has been read of each source so far, in the order of

@@ -436,3 +436,57 @@ func testMergeReadsAhead(t *testing.T, files [][]mpkt, wantAhead, wantSets int) 
 		t.Errorf("%d chunks made, want %d", bufs, wantSets*aheadChunksCompressed)
 	}
 }
+
+// TestMergeEndSources ends sources early, before the first packet and
+// after some, the one whose packet was just returned or another: the merge
+// goes on with the others' packets, in order, none of the ended ones'.
+func TestMergeEndSources(t *testing.T) {
+	var files [][]byte
+	for _, p := range []string{"a", "b", "c"} {
+		var pkts []mpkt
+		for k := range 4 {
+			pkts = append(pkts, mpkt{fmt.Sprintf("%s%d", p, k), ms(float64(3*k + len(files)))})
+		}
+		files = append(files, mergeFile(t, pkts, 0))
+	}
+	tests := []struct {
+		name  string
+		after int      // packets read before the end
+		end   []string // sources ended (openMerge names them 0, 1, 2)
+		want  []string // the packets after the end
+	}{
+		{"before the first", 0, []string{"1"}, []string{"a0", "c0", "a1", "c1", "a2", "c2", "a3", "c3"}},
+		{"the one just returned", 4, []string{"0"}, []string{"b1", "c1", "b2", "c2", "b3", "c3"}},
+		{"another", 4, []string{"1"}, []string{"c1", "a2", "c2", "a3", "c3"}},
+		{"two of three", 2, []string{"0", "2"}, []string{"b1", "b2", "b3"}},
+		{"the last one", 11, []string{"2"}, nil},
+		{"all", 1, []string{"0", "1", "2"}, nil},
+		{"none", 3, nil, []string{"a1", "b1", "c1", "a2", "b2", "c2", "a3", "b3", "c3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := openMerge(t, files)
+			defer m.Close()
+			for range tt.after {
+				if _, err := m.Next(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m.EndSources(func(name string) bool { return slices.Contains(tt.end, name) })
+			var got []string
+			for {
+				p, err := m.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, string(p.Data))
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("after the end: %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

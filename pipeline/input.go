@@ -24,9 +24,10 @@ type Inputs struct {
 	// Stop, when closed, ends the reading: of files, at the next packet
 	// (within progressEvery+1 packets); of standard input, once the bytes
 	// it had sent before are read (no read starts after Stop, and one that
-	// waits for bytes ends at once). What was read before is decided and
-	// reported as usual (SIGINT on a `tcpdump | kdupcap analyze -`: every
-	// packet taken from the pipe before the signal).
+	// waits for bytes ends at once), beside files too. What was read
+	// before is decided and reported as usual (SIGINT on a `tcpdump |
+	// kdupcap analyze -`: every packet taken from the pipe before the
+	// signal).
 	Stop <-chan struct{}
 	// MaxBytes, when positive, ends the reading once this many bytes of
 	// capture (decompressed: a small .zst may expand without end) were
@@ -132,19 +133,26 @@ func eachPacket(m *capture.Merged, onRead func(Read), in Inputs, fn func(capture
 		}
 	}
 	// Standard input ends itself on Stop (stopReader) once the bytes taken
-	// from it are read: checking Stop here too would drop those bytes, read
+	// from it are read: ending the run at Stop would drop those bytes, read
 	// ahead and not yet parsed, or all of them when the stop comes before
-	// the first packet.
+	// the first packet. Files end at Stop; beside standard input, the run
+	// then goes on until it has ended too.
 	stop := in.Stop
 	if !in.readsFiles() {
 		stop = nil
 	}
+	stdin := slices.Contains(in.Files, "-")
+	stopped := false
 	for n := 0; ; n++ {
 		if n&progressEvery == 0 {
 			progress()
 			select {
 			case <-stop:
-				return errs, readStopped
+				if !stdin {
+					return errs, readStopped
+				}
+				m.EndSources(func(name string) bool { return name != "-" })
+				stop, stopped = nil, true
 			default:
 			}
 			if in.MaxBytes > 0 && m.CaptureBytes() >= in.MaxBytes {
@@ -157,6 +165,9 @@ func eachPacket(m *capture.Merged, onRead func(Read), in Inputs, fn func(capture
 		}
 		if err == io.EOF {
 			progress()
+			if stopped {
+				return errs, readStopped
+			}
 			return errs, readEOF
 		}
 		if err != nil {
