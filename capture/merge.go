@@ -245,6 +245,9 @@ func (m *Merged) EndSources(end func(name string) bool) {
 			continue
 		}
 		at := slices.IndexFunc(m.h, func(it mergeItem) bool { return it.src == i })
+		if at < 0 {
+			continue // a head is always in the heap once primed
+		}
 		if at == 0 && m.out {
 			m.out = false // its packet was handed out: not to be read on from
 		}
