@@ -250,3 +250,28 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestSmallestBatches: batches with every field at its shortest take
+// minBatchBytes each, and a record of many of them decodes (a bound of 30
+// bytes a batch refused it: found by FuzzDecode).
+func TestSmallestBatches(t *testing.T) {
+	h := Header{Host: "h", At: time.Unix(1, 0)}
+	x := &decode.Exchange{Conn: &decode.ConnInfo{ID: 1}, RequestTime: h.At, NoResponse: decode.NoResponseClosed}
+	size := func(n int) int {
+		x.Batches = make([]decode.Batch, n)
+		return len(AppendAttempt(nil, h, x, false, nil))
+	}
+	if got := size(2) - size(1); got != minBatchBytes {
+		t.Errorf("the smallest batch takes %d bytes, minBatchBytes is %d", got, minBatchBytes)
+	}
+	for _, n := range []int{1, 4, 100} {
+		x.Batches = make([]decode.Batch, n)
+		rec, err := Decode(AppendAttempt(nil, h, x, false, nil))
+		if err != nil {
+			t.Fatalf("%d smallest batches: %v", n, err)
+		}
+		if len(rec.Exchange.Batches) != n {
+			t.Errorf("%d smallest batches decode as %d", n, len(rec.Exchange.Batches))
+		}
+	}
+}
