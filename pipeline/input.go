@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/kdupcap/kdupcap/capture"
@@ -68,11 +67,6 @@ func (in Inputs) Size() int64 {
 	return total
 }
 
-// readsFiles reports whether any input is a file, not standard input.
-func (in Inputs) readsFiles() bool {
-	return slices.ContainsFunc(in.Files, func(f string) bool { return f != "-" })
-}
-
 // progressEvery+1 is how many packets are read between two calls of an
 // onRead function (a power of two less one, used as a mask): cheap enough
 // to cost nothing per packet, often enough for a bar redrawn ten times a
@@ -132,25 +126,16 @@ func eachPacket(m *capture.Merged, onRead func(Read), in Inputs, fn func(capture
 			onRead(Read{Input: m.InputBytes(), Capture: m.CaptureBytes()})
 		}
 	}
-	// Standard input ends itself on Stop (stopReader) once the bytes taken
-	// from it are read: ending the run at Stop would drop those bytes, read
-	// ahead and not yet parsed, or all of them when the stop comes before
-	// the first packet. Files end at Stop; beside standard input, the run
-	// then goes on until it has ended too.
-	stop := in.Stop
-	if !in.readsFiles() {
-		stop = nil
-	}
-	stdin := slices.Contains(in.Files, "-")
-	stopped := false
+	// At Stop the files end, and the merge with them; standard input ends
+	// itself (stopReader) once the bytes taken from it are read: ending
+	// the run at Stop would drop those bytes, read ahead and not yet
+	// parsed, or all of them when the stop comes before the first packet.
+	stop, stopped := in.Stop, false
 	for n := 0; ; n++ {
 		if n&progressEvery == 0 {
 			progress()
 			select {
 			case <-stop:
-				if !stdin {
-					return errs, readStopped
-				}
 				m.EndSources(func(name string) bool { return name != "-" })
 				stop, stopped = nil, true
 			default:
