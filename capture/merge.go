@@ -251,12 +251,7 @@ func (m *Merged) EndSources(end func(name string) bool) {
 		if at == 0 && m.out {
 			m.out = false // its packet was handed out: not to be read on from
 		}
-		last := len(m.h) - 1
-		m.h.Swap(at, last)
-		m.h = m.h[:last]
-		if at < last {
-			heap.Fix(&m.h, at)
-		}
+		heap.Remove(&m.h, at)
 	}
 }
 
@@ -328,8 +323,8 @@ type mergeItem struct {
 }
 
 // mergeHeap orders sources by their head packet's timestamp, then by their
-// index, which makes the merge stable. Only heap.Init, Fix and Pop are used,
-// so no item is ever boxed.
+// index, which makes the merge stable. Only heap.Init, Fix, Pop and Remove
+// are used, so no item is ever boxed.
 type mergeHeap []mergeItem
 
 func (h mergeHeap) Len() int { return len(h) }

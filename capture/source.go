@@ -61,7 +61,8 @@ const zstdMaxWindow = 1 << 27
 
 // zstdBlocks is how many blocks of a zstd stream are decoded at once when
 // the run has procs CPUs (GOMAXPROCS). One block is decoded synchronously
-// on the goroutine that reads the capture ahead (pcapahead.go): one core
+// on the goroutine that reads the capture ahead (pcapahead.go for a pcap,
+// readahead.go for a pcapng): one core
 // decompresses into the chunks, the other parses, reassembles and decodes,
 // which is the split the run wants. More than one starts the decoder's own
 // pipeline (three goroutines: blocks and literals, sequences, execution),
