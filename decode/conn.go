@@ -423,14 +423,15 @@ func (c *Conn) frames(dir *direction, b []byte, pos int64, ts time.Time) {
 			return
 		}
 		dir.buf, dir.bufTS = append(dir.buf, b...), ts
-		dir.scan.quit()
-		if dir.role == roleRequests && want > oversizedHead && scans(want-4) {
-			if dir.scan == nil {
-				dir.scan = new(batchScan)
-			}
-			dir.scan.reset()
-			dir.scan.advance(dir.buf)
+		if dir.role != roleRequests || want <= oversizedHead || !scans(want-4) {
+			dir.scan.quit()
+			return
 		}
+		if dir.scan == nil {
+			dir.scan = new(batchScan)
+		}
+		dir.scan.reset() // quits the last frame's scan too
+		dir.scan.advance(dir.buf)
 	}
 }
 
