@@ -12,11 +12,15 @@ import (
 // Defaults for Options.
 const (
 	DefaultWindow = 10 * time.Minute
-	// DefaultMaxBatches bounds the detector's memory to about 52 MB
+	// DefaultMaxBatches bounds the detector's memory to about 26 MB
 	// (some 400 bytes a batch, indexes and queues included), whatever the
 	// window: at 10 minutes a busy broker's batches would not fit.
-	// Stats.EvictedAge says how far back the bound let a run look.
-	DefaultMaxBatches = 1 << 17
+	// Stats.EvictedAge says how far back the bound let a run look. Each
+	// batch may also keep its connection's ConnInfo and a carrier of its
+	// records alive: 2^16, with DefaultMaxRecords, keeps a capture of
+	// 200,000 connections that each leave a request unanswered under
+	// 256 MiB of peak RSS (internal/hostile, half-open).
+	DefaultMaxBatches = 1 << 16
 	DefaultSettle     = 30 * time.Second
 )
 
@@ -141,7 +145,7 @@ type Detector struct {
 	byClient  int
 	byCluster int
 	byBytes   map[uint64]int32
-	slab      slab
+	slab      slab[batch]
 	free      []int32     // unused slots of slab
 	spare     [][]attempt // emptied attempt lists of forgotten batches, for reuse
 	// remembered counts the batches remembered (slots in use).

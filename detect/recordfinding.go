@@ -123,7 +123,7 @@ func (d *Detector) recordFinding(group []int32) Finding {
 			cids = append(cids, c.carrier)
 		}
 	}
-	slices.SortStableFunc(cids, func(x, y int32) int { return compareAttempts(&rs.carriers[x].at, &rs.carriers[y].at) })
+	slices.SortStableFunc(cids, func(x, y int32) int { return compareAttempts(&rs.carriers.at(x).at, &rs.carriers.at(y).at) })
 	pos := func(ci int32) int { return slices.Index(cids, ci) }
 
 	// Records in the order of their copy in the first attempt.
@@ -144,7 +144,7 @@ func (d *Detector) recordFinding(group []int32) Finding {
 	appended := make([]bool, len(cids))
 	rebatched := false
 	for i, ci := range cids {
-		c := &rs.carriers[ci]
+		c := rs.carriers.at(ci)
 		atts[i] = c.at
 		appended[i] = classify(&c.at) == outAppended
 		if cp := copyIn(dups[0], ci); cp != nil && c.at.partResp && c.at.baseOffset >= 0 {
@@ -154,7 +154,7 @@ func (d *Detector) recordFinding(group []int32) Finding {
 			rebatched = true
 		}
 	}
-	c0 := &rs.carriers[cids[0]]
+	c0 := rs.carriers.at(cids[0])
 	b := batch{
 		topic:         c0.topic,
 		topicID:       c0.topicID,
@@ -169,10 +169,10 @@ func (d *Detector) recordFinding(group []int32) Finding {
 		more:          atts[1:],
 	}
 	for _, ci := range cids {
-		if t := rs.carriers[ci].topic; b.topic == "" && t != "" {
+		if t := rs.carriers.at(ci).topic; b.topic == "" && t != "" {
 			b.topic = t
 		}
-		if c := rs.carriers[ci].at.cluster; b.cluster == 0 {
+		if c := rs.carriers.at(ci).at.cluster; b.cluster == 0 {
 			b.cluster = c
 		}
 	}
@@ -203,7 +203,7 @@ func (d *Detector) recordFinding(group []int32) Finding {
 		f.Reason = "every attempt before the last was answered with success before the record was sent again, so no client retry sent it: the application produced it more than once; " + f.Reason
 	}
 	for i, ci := range cids {
-		c := &rs.carriers[ci]
+		c := rs.carriers.at(ci)
 		f.Attempts[i].Batch = &AttemptBatch{CRC: c.at.crc, NumRecords: c.numRecords,
 			ProducerID: c.producerID, ProducerEpoch: c.producerEpoch, BaseSequence: c.firstSequence}
 		if r := f.Attempts[i].Response; r != nil {
@@ -226,7 +226,7 @@ func (d *Detector) recordFinding(group []int32) Finding {
 		var offsets []int64
 		for _, cp := range dp.copies {
 			j := pos(cp.carrier)
-			c := &rs.carriers[cp.carrier]
+			c := rs.carriers.at(cp.carrier)
 			off := int64(-1)
 			if appended[j] {
 				off = c.at.baseOffset + int64(cp.delta)
@@ -256,10 +256,10 @@ func (d *Detector) recordFinding(group []int32) Finding {
 // one ID (ProducerChangeEpoch); "" when they are all of one, or not
 // idempotent.
 func producerChange(rs *recState, cids []int32) ProducerChange {
-	c0 := &rs.carriers[cids[0]]
+	c0 := rs.carriers.at(cids[0])
 	change := ProducerChange("")
 	for _, ci := range cids[1:] {
-		c := &rs.carriers[ci]
+		c := rs.carriers.at(ci)
 		switch {
 		case c.producerID != c0.producerID:
 			return ProducerChangeID
@@ -275,7 +275,7 @@ func producerChange(rs *recState, cids []int32) ProducerChange {
 func changeText(rs *recState, cids []int32, change ProducerChange) string {
 	var parts []string
 	for _, ci := range cids {
-		c := &rs.carriers[ci]
+		c := rs.carriers.at(ci)
 		p := corr(&c.at) + " under "
 		if c.producerID < 0 {
 			p += "no producer ID"

@@ -34,7 +34,7 @@ import (
 // together that were carried by the same attempts make one Finding.
 
 // DefaultMaxRecords is the default of Options.MaxRecords.
-const DefaultMaxRecords = 1 << 17
+const DefaultMaxRecords = 1 << 16
 
 // recordWindow bounds how long, in packet time, record prints are
 // remembered (Window, if shorter): clients retry within their delivery
@@ -124,7 +124,7 @@ type recState struct {
 	sorted, repeated []uint64
 	entries          map[uint64]recEntry
 	order            fifo.Queue[recQueued] // entries in the order last touched
-	carriers         []carrier
+	carriers         slab[carrier]
 	freeC            []int32
 	dups             []recDup
 	freeD            []int32
@@ -252,7 +252,7 @@ func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen i
 		d.recs = rs
 	}
 	ci := rs.newCarrier()
-	c := &rs.carriers[ci]
+	c := rs.carriers.at(ci)
 	*c = carrier{
 		at:         *at,
 		topic:      bt.Topic,
@@ -289,15 +289,15 @@ func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen i
 		e, ok := rs.entries[k]
 		if !ok {
 			rs.entries[k] = recEntry{last: seen, carrier: ci, delta: p.OffsetDelta, index: p.Index, dup: -1}
-			rs.carriers[ci].refs++
+			rs.carriers.at(ci).refs++
 			rs.order.Push(recQueued{time: seen, key: k})
 			continue
 		}
-		prev := &rs.carriers[e.carrier]
+		prev := rs.carriers.at(e.carrier)
 		if e.carrier == ci {
 			continue
 		}
-		if e.dup < 0 && (sameBytes(prev, &rs.carriers[ci]) || sameSequence(prev, &rs.carriers[ci])) {
+		if e.dup < 0 && (sameBytes(prev, rs.carriers.at(ci)) || sameSequence(prev, rs.carriers.at(ci))) {
 			// A batch re-sent as the same bytes, or an idempotent batch
 			// re-sent at its sequence: the batch-level finding covers
 			// that (records repeated in one batch were left out above).
@@ -317,7 +317,7 @@ func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen i
 		dp := &rs.dups[e.dup]
 		if len(dp.copies) < MaxAttempts {
 			dp.copies = append(dp.copies, recCopy{carrier: ci, delta: p.OffsetDelta, index: p.Index})
-			rs.carriers[ci].refs++
+			rs.carriers.at(ci).refs++
 		}
 		dp.last = max(dp.last, seen)
 		dp.gen++
@@ -326,11 +326,11 @@ func (d *Detector) addRecords(part uint64, bt *decode.Batch, at *attempt, seen i
 		// The entry now points at the newest copy.
 		rs.release(e.carrier)
 		e.carrier, e.delta, e.index, e.last = ci, p.OffsetDelta, p.Index, seen
-		rs.carriers[ci].refs++
+		rs.carriers.at(ci).refs++
 		rs.entries[k] = e
 		rs.order.Push(recQueued{time: seen, key: k})
 	}
-	if rs.carriers[ci].refs == 0 {
+	if rs.carriers.at(ci).refs == 0 {
 		rs.free(ci)
 	}
 	for len(rs.entries) > d.opts.MaxRecords {
@@ -404,12 +404,11 @@ func (rs *recState) newCarrier() int32 {
 		rs.freeC = rs.freeC[:n-1]
 		return ci
 	}
-	rs.carriers = append(rs.carriers, carrier{})
-	return int32(len(rs.carriers) - 1)
+	return rs.carriers.grow()
 }
 
 func (rs *recState) release(ci int32) {
-	if c := &rs.carriers[ci]; c.refs > 0 {
+	if c := rs.carriers.at(ci); c.refs > 0 {
 		if c.refs--; c.refs == 0 {
 			rs.free(ci)
 		}
@@ -418,7 +417,7 @@ func (rs *recState) release(ci int32) {
 
 // free forgets carrier ci, no longer referred to, and its records.
 func (rs *recState) free(ci int32) {
-	c := &rs.carriers[ci]
+	c := rs.carriers.at(ci)
 	rs.budget.give(c.records)
 	*c = carrier{}
 	rs.freeC = append(rs.freeC, ci)

@@ -62,9 +62,9 @@ func FuzzRecordMatch(f *testing.F) {
 					}
 				}
 			}
-			if rs := d.recs; rs != nil && (len(rs.entries) != 0 || len(rs.freeC) != len(rs.carriers) || len(rs.freeD) != len(rs.dups)) {
+			if rs := d.recs; rs != nil && (len(rs.entries) != 0 || len(rs.freeC) != int(rs.carriers.n) || len(rs.freeD) != len(rs.dups)) {
 				t.Fatalf("after Flush: %d prints, %d/%d carriers and %d/%d duplicates free",
-					len(rs.entries), len(rs.freeC), len(rs.carriers), len(rs.freeD), len(rs.dups))
+					len(rs.entries), len(rs.freeC), rs.carriers.n, len(rs.freeD), len(rs.dups))
 			}
 		}
 	})

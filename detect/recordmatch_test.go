@@ -338,8 +338,8 @@ func TestRecordMatchingBounded(t *testing.T) {
 	if s := d.Stats(); s.RecordsEvicted == 0 {
 		t.Error("no print evicted")
 	}
-	if len(d.recs.entries) != 0 || len(d.recs.freeC) != len(d.recs.carriers) {
-		t.Errorf("after Flush: %d prints, %d of %d carriers free", len(d.recs.entries), len(d.recs.freeC), len(d.recs.carriers))
+	if len(d.recs.entries) != 0 || len(d.recs.freeC) != int(d.recs.carriers.n) {
+		t.Errorf("after Flush: %d prints, %d of %d carriers free", len(d.recs.entries), len(d.recs.freeC), d.recs.carriers.n)
 	}
 }
 

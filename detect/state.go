@@ -257,28 +257,3 @@ func (b *batch) spans() bool {
 	}
 	return false
 }
-
-// slab holds the remembered batches in chunks of 1<<chunkBits, made whole
-// at once, so that growing it never copies a batch (a hundred thousand
-// batches is common): a small run holds one chunk, about 1 MB.
-type slab struct {
-	chunks [][]batch
-	n      int32 // slots handed out
-}
-
-const chunkBits = 12
-
-func (s *slab) at(slot int32) *batch {
-	return &s.chunks[slot>>chunkBits][slot&(1<<chunkBits-1)]
-}
-
-// grow hands out a new slot.
-func (s *slab) grow() int32 {
-	k := int(s.n >> chunkBits)
-	if k == len(s.chunks) {
-		s.chunks = append(s.chunks, make([]batch, 0, 1<<chunkBits))
-	}
-	s.chunks[k] = append(s.chunks[k], batch{})
-	s.n++
-	return s.n - 1
-}

@@ -20,9 +20,9 @@ const DefaultMaxProducers = 4096
 
 // DefaultMaxPending bounds the findings a Profiler keeps revisable when
 // Options.MaxPending is 0: about 300 bytes each (measured by
-// BenchmarkProfilerFinding), 20 MB at most. A quarter of
+// BenchmarkProfilerFinding), 5 MB at most. A quarter of
 // detect.DefaultMaxBatches: a live run with more findings reported within
-// Window plus Settle (100 a second over the default 10 minutes) is in a
+// Window plus Settle (25 a second over the default 10 minutes) is in a
 // storm of re-sends, and the oldest reported are tallied early; only a
 // later report of one of those would then count it twice.
 const DefaultMaxPending = detect.DefaultMaxBatches / 4

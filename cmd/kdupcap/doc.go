@@ -48,7 +48,7 @@
 // unconfirmed. 130 or 143: analyze stopped by SIGINT or SIGTERM, after
 // printing what it had read. 1: the output, a sink included, could not be
 // written. The
-// process's memory limit is 224 MiB and GOGC 50 unless GOMEMLIMIT or GOGC say
+// process's memory limit is 208 MiB and GOGC 50 unless GOMEMLIMIT or GOGC say
 // otherwise, which the default bounds of the stages stay well below.
 //
 // # Files

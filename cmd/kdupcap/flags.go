@@ -52,7 +52,7 @@ const maxBatchesUsage = "the most batches remembered at once (about 400 bytes of
 // the live heap again, not the whole, keeps the peak close to what is
 // live (the collector costs about 2% of the CPU time either way).
 const (
-	memoryLimit = 224 << 20
+	memoryLimit = 208 << 20
 	gcPercent   = 50
 )
 

@@ -82,7 +82,7 @@ func TestHelpDefaults(t *testing.T) {
 		"--window DURATION",
 		"(default 10m0s)",
 		"--max-batches N",
-		"(default 131072)",
+		"(default 65536)",
 		"--sniff also take connections on other ports whose bytes parse as Kafka requests (default true)",
 		"--verdict LIST",
 		"-h, --help show this help",

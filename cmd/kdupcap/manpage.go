@@ -78,7 +78,7 @@ func manPage(cmds []command, v versionInfo) string {
 	}
 	b.WriteString(".SH ENVIRONMENT\n" +
 		".TP\n.B COLUMNS\nthe width of the help and the tables when standard output is not a terminal (the help: else 80 columns).\n" +
-		".TP\n.B GOMEMLIMIT\\fR, \\fBGOGC\nthe Go runtime's memory limit and collector target; unset, kdupcap sets 224MiB and 50.\n")
+		".TP\n.B GOMEMLIMIT\\fR, \\fBGOGC\nthe Go runtime's memory limit and collector target; unset, kdupcap sets 208MiB and 50.\n")
 	b.WriteString(".SH \"SEE ALSO\"\n.BR tcpdump (8),\n.BR tshark (1),\n.BR pcap-filter (7)\n")
 	return b.String()
 }
