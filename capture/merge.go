@@ -101,7 +101,7 @@ type Merged struct {
 
 // maxReadAhead is how many compressed sources a merge decompresses ahead at
 // once: those being read after priming, first come. With two cores, more
-// would not decompress faster, and each holds 512 KiB of buffers; rotated
+// would not decompress faster, and each holds 2 MiB of buffers; rotated
 // files are read one after the other, so one at a time is the usual.
 const maxReadAhead = 2
 

@@ -427,3 +427,76 @@ func TestPcapAheadLead(t *testing.T) {
 		t.Fatalf("%d checks", checks)
 	}
 }
+
+// TestPcapAheadWhole: a compressed pcap opened as a regular file is read
+// ahead a whole chunk at a time, however little each of the
+// decompressor's reads returns (zstd a block, gzip its window): one
+// hand-off between the goroutines per chunk, not per block. The same
+// bytes from a reader that is not a file (a pipe) are handed on as they
+// come. Either way every packet reads as not read ahead.
+func TestPcapAheadWhole(t *testing.T) {
+	b := pcapHeader(0xffff)
+	for i := 0; len(b) < 5*aheadChunkData; i++ {
+		n := 100 + i%9000
+		b = recordHeader(b, uint32(1700000000+i), uint32(n), uint32(n))
+		for j := range n {
+			b = append(b, byte(i*7+j*j))
+		}
+	}
+	want, _ := sourceRead(b)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		codec string
+		data  []byte
+	}{{"zstd", zst(t, b)}, {"gzip", gz(b)}} {
+		path := filepath.Join(dir, "c."+tc.codec)
+		if err := os.WriteFile(path, tc.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, file := range []bool{true, false} {
+			var s *Source
+			var err error
+			if file {
+				s, err = Open(path)
+			} else {
+				s, err = NewSource(path, bytes.NewReader(tc.data))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !s.readAhead(nil, false) {
+				t.Fatalf("%s: not read ahead", tc.codec)
+			}
+			// CaptureBytes moves on a chunk at a time: the bytes of the
+			// chunks handed to the parser.
+			var steps []int64
+			last := s.CaptureBytes()
+			for i := 0; ; i++ {
+				p, err := s.Next()
+				if err == io.EOF && i == len(want) {
+					break
+				}
+				if err != nil || i >= len(want) || !bytes.Equal(p.Data, want[i].Data) {
+					t.Fatalf("%s, file %v: packet %d: %v", tc.codec, file, i, err)
+				}
+				if n := s.CaptureBytes(); n != last {
+					steps = append(steps, n-last)
+					last = n
+				}
+			}
+			s.Close()
+			short := 0
+			for _, n := range steps[:len(steps)-1] {
+				if n < aheadChunkData {
+					short++
+				}
+			}
+			switch {
+			case file && short > 0:
+				t.Errorf("%s from a file: %d of %d chunks handed on short: %v", tc.codec, short, len(steps), steps)
+			case !file && short == 0:
+				t.Errorf("%s from a reader: every chunk handed on whole (%d), want them as the decompressor returns them", tc.codec, len(steps))
+			}
+		}
+	}
+}
