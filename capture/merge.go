@@ -101,8 +101,10 @@ type Merged struct {
 
 // maxReadAhead is how many compressed sources a merge decompresses ahead at
 // once: those being read after priming, first come. With two cores, more
-// would not decompress faster, and each holds 2 MiB of buffers; rotated
-// files are read one after the other, so one at a time is the usual.
+// would not decompress faster, and each holds up to 3.75 MiB of buffers (a
+// pcap's 6 chunks of 640 KiB; a pcapng's 4 buffers of 512 KiB, 2 MiB);
+// rotated files are read one after the other, so one at a time is the
+// usual.
 const maxReadAhead = 2
 
 // Merge returns a merge of srcs (any number, none included), in the order of

@@ -208,24 +208,7 @@ func (a *pcapAhead) run() {
 		if c == nil {
 			return
 		}
-		buf := c.buf
-		n, idle := 0, 0
-		var err error
-		for n < aheadChunkData && err == nil {
-			want := aheadChunkData - n
-			var m int
-			m, err = a.rd.Read(buf[pcapBufSize+n : pcapBufSize+aheadChunkData])
-			n += m
-			if m == 0 && err == nil {
-				if idle++; idle >= 100 {
-					err = io.ErrNoProgress
-				}
-				continue
-			}
-			if m < want && !a.whole {
-				break // short: hand on what came
-			}
-		}
+		n, err := readChunk(a.rd, c.buf[pcapBufSize:pcapBufSize+aheadChunkData], a.whole)
 		c.refs.Store(1) // the parser's
 		select {
 		case a.full <- aheadChunk{c: c, n: n, err: err}:

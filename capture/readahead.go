@@ -46,6 +46,9 @@ type readAhead struct {
 	cur     []byte        // the unread part of the chunk being read
 	buf     []byte        // that chunk's buffer, to give back
 	err     error         // r's error after the chunk being read
+	// whole: r is a regular file's stream, each buffer handed on full;
+	// else a short read hands it on at once (readChunk).
+	whole bool
 }
 
 type chunk struct {
@@ -62,12 +65,13 @@ func newReadAhead(r io.Reader, release func()) *readAhead {
 func (ra *readAhead) active() bool { return ra.started && !ra.closed && ra.full != nil }
 
 // start reads ahead from now on, unless r has ended or Close was called,
-// with buffers from pool (made anew when nil or empty).
-func (ra *readAhead) start(pool *bufPool) {
+// with buffers from pool (made anew when nil or empty); whole: r is a
+// regular file's stream (readChunk).
+func (ra *readAhead) start(pool *bufPool, whole bool) {
 	if ra.started || ra.closed || ra.err != nil {
 		return
 	}
-	ra.started, ra.pool = true, pool
+	ra.started, ra.pool, ra.whole = true, pool, whole
 	ra.full = make(chan chunk, readAheadBuffers)
 	ra.empty = make(chan []byte, readAheadBuffers)
 	ra.done = make(chan struct{})
@@ -129,6 +133,33 @@ func (p *bufPool) put(b []byte) {
 	}
 }
 
+// readChunk reads r into buf until buf is full or r returns an error; a
+// read shorter than asked ends it at once (a pipe: bytes that come slowly
+// are parsed as they come) unless whole (a regular file's stream, whose
+// reads come short only where a decompressor returns what it has). A
+// hundred reads in a row that return nothing and no error end it with
+// io.ErrNoProgress.
+func readChunk(r io.Reader, buf []byte, whole bool) (int, error) {
+	n, idle := 0, 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		switch {
+		case err != nil:
+			return n, err
+		case m == 0:
+			if idle++; idle >= 100 {
+				return n, io.ErrNoProgress
+			}
+		case !whole && n < len(buf):
+			return n, nil // short: hand on what came
+		default:
+			idle = 0
+		}
+	}
+	return n, nil
+}
+
 // fill reads r into empty buffers until r's first error or Close.
 func (ra *readAhead) fill() {
 	if ra.release != nil {
@@ -141,13 +172,7 @@ func (ra *readAhead) fill() {
 		case <-ra.done:
 			return
 		}
-		n := 0
-		var err error
-		for n < len(buf) && err == nil {
-			var m int
-			m, err = ra.r.Read(buf[n:])
-			n += m
-		}
+		n, err := readChunk(ra.r, buf, ra.whole)
 		select {
 		case ra.full <- chunk{b: buf[:n], err: err}:
 		case <-ra.done:

@@ -48,7 +48,7 @@ func TestReadAhead(t *testing.T) {
 				var err error
 				for err == nil {
 					if startAt >= 0 && len(got) >= startAt {
-						ra.start(nil)
+						ra.start(nil, false)
 					}
 					var n int
 					n, err = ra.Read(p)
@@ -102,7 +102,7 @@ func TestReadAheadClose(t *testing.T) {
 	br := &blockingReader{blocked: make(chan struct{}), unblock: make(chan struct{})}
 	released := make(chan struct{})
 	ra := newReadAhead(br, func() { close(released) })
-	ra.start(nil)
+	ra.start(nil, false)
 	<-br.blocked
 	closed := make(chan struct{})
 	go func() {
@@ -125,5 +125,59 @@ func TestReadAheadClose(t *testing.T) {
 	case <-released:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the reader was never released")
+	}
+}
+
+// stutterReader returns its bytes step at a time, after zeros reads that
+// return nothing and no error before each.
+type stutterReader struct {
+	b           []byte
+	step, zeros int
+	z           int
+}
+
+func (r *stutterReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	if r.z < r.zeros {
+		r.z++
+		return 0, nil
+	}
+	r.z = 0
+	n := copy(p, r.b[:min(r.step, len(r.b))])
+	r.b = r.b[n:]
+	return n, nil
+}
+
+// TestReadChunk: a chunk is read full from a regular file's stream however
+// short its reads (a decompressor's), handed on at the first short read
+// from a pipe, and ended by a hundred reads in a row that bring nothing,
+// not by a hundred spread over reads that do.
+func TestReadChunk(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), 1024) // 16 KiB
+	for _, tc := range []struct {
+		name        string
+		step, zeros int
+		size        int
+		whole       bool
+		wantN       int
+		wantErr     error
+	}{
+		{"whole, short reads", 1000, 0, 8192, true, 8192, nil},
+		{"pipe, short reads", 1000, 0, 8192, false, 1000, nil},
+		{"whole, to the end", 5000, 0, 32768, true, len(data), io.EOF},
+		{"pipe, exact reads", 4096, 0, 4096, false, 4096, nil},
+		{"whole, 99 empty reads before each", 100, 99, 8192, true, 8192, nil},
+		{"whole, 100 empty reads", 100, 100, 8192, true, 0, io.ErrNoProgress},
+		{"pipe, 99 empty reads", 100, 99, 8192, false, 100, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &stutterReader{b: data, step: tc.step, zeros: tc.zeros}
+			n, err := readChunk(r, make([]byte, tc.size), tc.whole)
+			if n != tc.wantN || err != tc.wantErr {
+				t.Fatalf("readChunk = %d, %v; want %d, %v", n, err, tc.wantN, tc.wantErr)
+			}
+		})
 	}
 }

@@ -386,7 +386,7 @@ func (s *Source) readAhead(pool *bufPool, plain bool) bool {
 	if s.ra == nil {
 		return false
 	}
-	s.ra.start(pool)
+	s.ra.start(pool, s.regular)
 	return s.ra.active()
 }
 

@@ -531,7 +531,7 @@ func limitCPU(pid int, d time.Duration) error {
 }
 
 // childEnv is the environment without the Go runtime settings the CLI
-// chooses itself (GOGC 50, a 224 MiB soft limit).
+// chooses itself (GOGC 50, a 208 MiB soft limit).
 func childEnv() []string {
 	var env []string
 	for _, e := range os.Environ() {
