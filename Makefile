@@ -36,7 +36,7 @@ FUZZ_TARGETS = \
 	./capture/tlsdecrypt:FuzzRecords \
 	./capture/tlsdecrypt:FuzzKeyLog
 
-.PHONY: all build demo test lint unit fuzz-smoke fuzz bench bench-big bench-real bench-tools clean readme-check readme-update man
+.PHONY: all build demo test lint unit fuzz-smoke fuzz bench-smoke bench bench-big bench-real bench-tools clean readme-check readme-update man
 
 all: build
 
@@ -70,8 +70,8 @@ readme-update: build
 
 # The whole test suite: format, vet, staticcheck, the README's pasted outputs,
 # unit + golden + real-traffic
-# tests, and every fuzz target briefly.
-test: lint readme-check unit fuzz-smoke
+# tests, every fuzz target briefly, and every benchmark once.
+test: lint readme-check unit fuzz-smoke bench-smoke
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -105,6 +105,13 @@ fuzz-smoke:
 
 fuzz:
 	$(MAKE) fuzz-smoke FUZZTIME=2m
+
+# Every benchmark once (-benchtime=1x): not a measure, a check that each
+# still runs and that the checks inside it hold (a default halved under
+# one made BenchmarkAdvanceIdle forget its batches, and only `make bench`
+# said so). About 30 s.
+bench-smoke:
+	$(GO) test -count=1 -run='^$$' -bench=. -benchtime=1x ./...
 
 # Throughput on generated captures (BENCH_SIZE, default 100MB; loopback-sized
 # and Ethernet-sized segments): per-stage Go benchmarks with allocations

@@ -46,9 +46,10 @@ func benchmarkDetect(b *testing.B, opts Options) {
 
 // BenchmarkAdvanceIdle: Advance with nothing due, 1 µs of packet time apart,
 // on a streaming Detector remembering 100,000 batches (a window of 10 minutes
-// at 170 batches per second) and some findings waiting for Settle.
+// at 170 batches per second; more than DefaultMaxBatches, so the cap is
+// raised to hold them) and some findings waiting for Settle.
 func BenchmarkAdvanceIdle(b *testing.B) {
-	d := New(Options{Streaming: true, Window: time.Hour, Settle: time.Hour})
+	d := New(Options{Streaming: true, Window: time.Hour, Settle: time.Hour, MaxBatches: 1 << 17})
 	for i := range 100_000 {
 		b := plain(uint32(i))
 		d.Produce(ex(conn1, int32(i), float64(i), float64(i)+1, 7, int64(i), b))

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gopacket/gopacket/pcapgo"
@@ -16,7 +17,7 @@ import (
 
 // benchCapture returns the capture to measure: $KDUPCAP_BENCH_PCAP (as made
 // by `make bench`, with its manifest beside it), or a 100 MB one generated
-// once per process.
+// once per process into benchTemp, which TestMain removes.
 var benchCapture = sync.OnceValues(func() (string, error) {
 	if p := os.Getenv("KDUPCAP_BENCH_PCAP"); p != "" {
 		return p, nil
@@ -25,6 +26,7 @@ var benchCapture = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	benchTemp.Store(&dir)
 	path := filepath.Join(dir, "bench.pcap")
 	f, err := os.Create(path)
 	if err != nil {
@@ -42,6 +44,19 @@ var benchCapture = sync.OnceValues(func() (string, error) {
 	defer mf.Close()
 	return path, m.WriteJSON(mf)
 })
+
+// benchTemp is the directory benchCapture generated its capture in, if it
+// did.
+var benchTemp atomic.Pointer[string]
+
+// TestMain removes the capture the benchmarks generated (100 MB a run).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if dir := benchTemp.Load(); dir != nil {
+		os.RemoveAll(*dir)
+	}
+	os.Exit(code)
+}
 
 func benchInput(b *testing.B) (string, *gencap.Manifest, int64) {
 	b.Helper()
