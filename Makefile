@@ -153,7 +153,7 @@ bench: build bench-tools
 #     analyze with one worker and at the default, and tshark, 5 interleaved
 #     rounds; the analyze/read loop ratios. Likewise on two captures of real
 #     client traffic of that size (bench-real), requests of about 700 KB
-#     with their 1500-MTU re-cut and zstd and gzip copies, and of about 4
+#     with their 1500-MTU re-cut, pcapng, zstd and gzip copies, and of about 4
 #     MB with their re-cut, with issue 17's targets.
 #  2. Peak RSS does not grow with the file: analyze with a detection window
 #     of BENCH_BIG_WINDOW (30s) on loopback captures of each size in
@@ -187,8 +187,10 @@ bench-big: build bench-tools
 # producers writing REAL_SIZE to kfake, captured by tcpdump on lo
 # (internal/kafkatest/cmd/realcap, its manifest derived from the broker's
 # log), into REAL_PREFIX-lo.pcap; its re-cut to 1500-byte IP packets,
-# REAL_PREFIX-eth.pcap; the loopback one compressed with zstd and gzip
-# (REAL_PREFIX-lo.pcap.zst, .gz; not with REAL_COMPRESS=0). Each producer
+# REAL_PREFIX-eth.pcap; the loopback one as pcapng (what dumpcap and
+# Wireshark write), REAL_PREFIX-lo.pcapng, and compressed with zstd and gzip
+# (REAL_PREFIX-lo.pcap.zst, .gz; none of these three copies with
+# REAL_COMPRESS=0). Each producer
 # flushes REAL_BURST records at a time (1000: requests of about 700 KB;
 # 6000: about 4 MB), so that the requests do not depend on the machine's
 # load. It needs root and tcpdump (skipped without them), and is not
@@ -203,11 +205,12 @@ bench-real:
 		echo "== real-client capture skipped: it needs root and tcpdump"; exit 0; fi; \
 	set -e; mkdir -p $(dir $(REAL_PREFIX)); \
 	echo "== real-client capture: kgo producers against kfake, $(REAL_SIZE), tcpdump on lo"; \
-	$(GO) run ./internal/kafkatest/cmd/realcap -o $(REAL_PREFIX)-lo.pcap -size $(REAL_SIZE) -burst $(REAL_BURST) -eth $(REAL_PREFIX)-eth.pcap; \
+	$(GO) run ./internal/kafkatest/cmd/realcap -o $(REAL_PREFIX)-lo.pcap -size $(REAL_SIZE) -burst $(REAL_BURST) -eth $(REAL_PREFIX)-eth.pcap \
+		$(if $(filter 0,$(REAL_COMPRESS)),,-ng $(REAL_PREFIX)-lo.pcapng); \
 	if [ "$(REAL_COMPRESS)" = 0 ]; then exit 0; fi; \
 	if command -v zstd >/dev/null; then zstd -q -f -T0 $(REAL_PREFIX)-lo.pcap -o $(REAL_PREFIX)-lo.pcap.zst; fi; \
 	if command -v gzip >/dev/null; then gzip -c $(REAL_PREFIX)-lo.pcap > $(REAL_PREFIX)-lo.pcap.gz; fi
-real_files = $$(for f in $(1)-lo.pcap $(1)-eth.pcap $(1)-lo.pcap.zst $(1)-lo.pcap.gz; do [ -f $$f ] && echo $$f; done)
+real_files = $$(for f in $(1)-lo.pcap $(1)-eth.pcap $(1)-lo.pcapng $(1)-lo.pcap.zst $(1)-lo.pcap.gz; do [ -f $$f ] && echo $$f; done)
 
 # The read loop and the table maker of the benches.
 bench-tools:

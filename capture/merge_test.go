@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -486,6 +487,70 @@ func TestMergeEndSources(t *testing.T) {
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("after the end: %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestMergeHoldable: a merge can hand on packets in place (Packet.Hold)
+// when a source is a pcap read ahead: compressed, or not with
+// ReadAheadPlain; never a pcapng's, compressed or not.
+func TestMergeHoldable(t *testing.T) {
+	// A megabyte: more than a Source reads at its opening, so that a pcap
+	// is read ahead into chunks.
+	var pkts []Packet
+	for i := range 1000 {
+		p := testPackets(t)[i%3]
+		p.Data = append(p.Data, make([]byte, 1000)...)
+		p.CI.CaptureLength, p.CI.Length = len(p.Data), len(p.Data)
+		p.CI.Timestamp = t0.Add(time.Duration(i) * time.Millisecond)
+		pkts = append(pkts, p)
+	}
+	pcap := pcapFile(binary.LittleEndian, false, layers.LinkTypeRaw, pkts)
+	ng, _ := pcapngFile(t, pkts)
+	for _, tc := range []struct {
+		name  string
+		files [][]byte
+		plain bool
+		want  bool
+	}{
+		{"pcap", [][]byte{pcap}, false, false},
+		{"pcap, read ahead", [][]byte{pcap}, true, true},
+		{"pcap.gz", [][]byte{gz(pcap)}, false, true},
+		{"pcap.zst", [][]byte{zst(t, pcap)}, false, true},
+		{"pcapng, read ahead", [][]byte{ng}, true, false},
+		{"pcapng.zst", [][]byte{zst(t, ng)}, true, false},
+		{"pcapng and pcap", [][]byte{ng, pcap}, true, true},
+		{"none", nil, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var srcs []*Source
+			for i, b := range tc.files {
+				s, err := NewSource(fmt.Sprint(i), bytes.NewReader(b))
+				if err != nil {
+					t.Fatal(err)
+				}
+				srcs = append(srcs, s)
+			}
+			m := Merge(srcs, MergeOptions{ReadAheadPlain: tc.plain})
+			defer m.Close()
+			if got := m.Holdable(); got != tc.want {
+				t.Errorf("Holdable() = %v, want %v", got, tc.want)
+			}
+			// What it says holds of the packets read.
+			held := false
+			for {
+				p, err := m.Next()
+				if err != nil {
+					break
+				}
+				if h, ok := p.Hold(); ok {
+					held = true
+					h.Release()
+				}
+			}
+			if held != tc.want {
+				t.Errorf("a packet held: %v, want %v", held, tc.want)
 			}
 		})
 	}

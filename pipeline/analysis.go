@@ -88,6 +88,12 @@ func (a *Analysis) Read(in Inputs, onRead func(Read)) []error {
 	m, oerrs := in.openAhead(a.tls.secrets, a.sharded != nil || a.single.split != nil)
 	errs = append(errs, oerrs...)
 	defer m.Close()
+	if a.single != nil && a.single.split != nil && a.opts.Workers == 0 && !m.Holdable() {
+		// The split hands on a pcap's bytes in place; a pcapng's it
+		// copies, and then loses to one goroutine (single.go): the
+		// reader keeps the Decoder from the start.
+		a.single.split.stop()
+	}
 	var rerrs []error
 	if a.sharded != nil {
 		rerrs, a.end = a.sharded.read(m, onRead, in)

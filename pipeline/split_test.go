@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -174,4 +175,46 @@ func TestSplitDrainCounts(t *testing.T) {
 		t.Error("not inline after maxDrains drains")
 	}
 	p.finish()
+}
+
+// TestDefaultSplitsPcapsOnly: with the default workers and two CPUs, a run
+// splits (decode and detect on a second goroutine) when an input is a
+// pcap, whose packets it hands on in place; on pcapngs only, whose packets
+// it would copy, the reader keeps the Decoder from the start, nothing
+// handed on. The findings are those of one goroutine either way.
+func TestDefaultSplitsPcapsOnly(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	pcap, ng := "../testdata/kgo-v13-nonidempotent-timeout.pcap", "../testdata/kgo-tls13-nonidempotent-timeout.pcapng"
+	for _, tc := range []struct {
+		files []string
+		split bool
+	}{
+		{[]string{pcap}, true},
+		{[]string{ng}, false},
+		{[]string{ng, pcap}, true},
+	} {
+		one := NewAnalysis(Options{Sniff: true, Workers: 1})
+		if errs := one.Read(Inputs{Files: tc.files}, nil); len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		want := one.Finish()
+		a := NewAnalysis(Options{Sniff: true})
+		if a.single == nil || a.single.split == nil {
+			t.Fatalf("%v: the default run on two CPUs has no split", tc.files)
+		}
+		if errs := a.Read(Inputs{Files: tc.files}, nil); len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		sp := a.single.split
+		if split := !sp.inline; split != tc.split {
+			t.Errorf("%v: split after reading: %v, want %v (%d batches handed on)", tc.files, split, tc.split, sp.handed)
+		}
+		if !tc.split && sp.handed > 0 {
+			t.Errorf("%v: %d batches handed on", tc.files, sp.handed)
+		}
+		got := a.Finish()
+		if len(want) == 0 || !reflect.DeepEqual(got, want) {
+			t.Errorf("%v: findings differ from one goroutine's (%d against %d)", tc.files, len(got), len(want))
+		}
+	}
 }

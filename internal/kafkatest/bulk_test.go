@@ -3,6 +3,7 @@ package kafkatest
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -182,6 +183,57 @@ func TestBulkResends(t *testing.T) {
 	} {
 		if _, err := bulkResends(tc.xs, tc.log, broker); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestToPcapng: a pcap copied to pcapng reads back packet for packet, with
+// the same bytes, timestamps, lengths and link type, at either resolution.
+func TestToPcapng(t *testing.T) {
+	frames := [][]byte{tcpFrame(t, 1000, bytes.Repeat([]byte("kafka"), 300), true), tcpFrame(t, 2500, []byte("tail"), false), udpFrame(t)}
+	for _, nano := range []bool{false, true} {
+		var in bytes.Buffer
+		w := pcapgo.NewWriter(&in)
+		if nano {
+			w = pcapgo.NewWriterNanos(&in)
+		}
+		if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
+			t.Fatal(err)
+		}
+		var cis []gopacket.CaptureInfo
+		for i, f := range frames {
+			ci := gopacket.CaptureInfo{Timestamp: time.Unix(1700000000, int64(i)*1001001), CaptureLength: len(f), Length: len(f) + i}
+			if !nano {
+				ci.Timestamp = ci.Timestamp.Truncate(time.Microsecond)
+			}
+			cis = append(cis, ci)
+			if err := w.WritePacket(ci, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var out bytes.Buffer
+		n, err := ToPcapng(&out, &in)
+		if err != nil || n != int64(len(frames)) {
+			t.Fatalf("nano %v: ToPcapng = %d, %v; want %d packets", nano, n, err, len(frames))
+		}
+		r, err := pcapgo.NewNgReader(&out, pcapgo.DefaultNgReaderOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.LinkType() != layers.LinkTypeEthernet {
+			t.Errorf("nano %v: link type %v", nano, r.LinkType())
+		}
+		for i := range frames {
+			data, ci, err := r.ReadPacketData()
+			if err != nil {
+				t.Fatalf("nano %v: packet %d: %v", nano, i, err)
+			}
+			if !bytes.Equal(data, frames[i]) || !ci.Timestamp.Equal(cis[i].Timestamp) || ci.CaptureLength != cis[i].CaptureLength || ci.Length != cis[i].Length {
+				t.Errorf("nano %v: packet %d: %v %d/%d, want %v %d/%d", nano, i, ci.Timestamp, ci.CaptureLength, ci.Length, cis[i].Timestamp, cis[i].CaptureLength, cis[i].Length)
+			}
+		}
+		if _, _, err := r.ReadPacketData(); err != io.EOF {
+			t.Errorf("nano %v: after the packets: %v, want EOF", nano, err)
 		}
 	}
 }

@@ -3,9 +3,11 @@
 // by tcpdump on loopback (kafkatest.BulkCapture), with its manifest
 // (FILE.manifest.json: the re-sends the broker's log shows, the packets, the
 // broker's port), and with -eth its re-cut to 1500-byte IP packets
-// (kafkatest.Recut) with a manifest of its own. It needs tcpdump and root.
+// (kafkatest.Recut) with a manifest of its own, and with -ng the capture as
+// pcapng, the format dumpcap and Wireshark write (kafkatest.ToPcapng), its
+// manifest too. It needs tcpdump and root.
 //
-//	realcap -o real-lo.pcap -size 1GB [-eth real-eth.pcap] [-producers 4] [-burst 1000] [-seed 1]
+//	realcap -o real-lo.pcap -size 1GB [-eth real-eth.pcap] [-ng real-lo.pcapng] [-producers 4] [-burst 1000] [-seed 1]
 //
 // Each producer flushes -burst records at a time, so that the requests'
 // sizes do not depend on the machine's load. The capture is still not
@@ -43,6 +45,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	d := kafkatest.DefaultBulk
 	out := fs.String("o", "", "capture file to write (required)")
 	eth := fs.String("eth", "", "also write the capture re-cut to 1500-byte IP packets to this file")
+	ng := fs.String("ng", "", "also write the capture as pcapng to this file")
 	size := fs.String("size", "100MB", "capture size: bytes or with a B, KB, MB, GB suffix (powers of 1024)")
 	producers := fs.Int("producers", d.Producers, "kgo producers at once (the odd ones idempotent)")
 	recordBytes := fs.Int("record-bytes", d.RecordBytes, "mean record value size")
@@ -58,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *out == "" || fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "realcap: usage: realcap -o FILE [-size 100MB] [-eth FILE]")
+		fmt.Fprintln(stderr, "realcap: usage: realcap -o FILE [-size 100MB] [-eth FILE] [-ng FILE]")
 		return 2
 	}
 	n, err := gencap.ParseSize(*size)
@@ -67,17 +70,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	b := kafkatest.Bulk{Bytes: n, Producers: *producers, RecordBytes: *recordBytes, Faults: *faults, Every: *every, Rate: *rate, Burst: *burst, Seed: *seed, Log: stderr}
-	if err := write(*out, *eth, b, stdout); err != nil {
+	if err := write(*out, *eth, *ng, b, stdout); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	return 0
 }
 
-// write captures into out (and re-cuts it into eth, unless ""), each with
-// its manifest, printing the manifests' paths. The captures are written to
-// temporary files renamed once complete.
-func write(out, eth string, b kafkatest.Bulk, stdout io.Writer) error {
+// write captures into out (re-cuts it into eth and copies it as pcapng into
+// ng, unless ""), each with its manifest, printing the manifests' paths.
+// The captures are written to temporary files renamed once complete.
+func write(out, eth, ng string, b kafkatest.Bulk, stdout io.Writer) error {
 	if err := kafkatest.CanCapture(); err != nil {
 		return err
 	}
@@ -103,10 +106,19 @@ func write(out, eth string, b kafkatest.Bulk, stdout io.Writer) error {
 	if err := writeManifest(out, m, stdout); err != nil {
 		return err
 	}
+	if ng != "" {
+		n, err := convert(out, ng, kafkatest.ToPcapng)
+		if err != nil {
+			return err
+		}
+		if err := writeManifest(ng, manifest(res, 65535, n, ng), stdout); err != nil {
+			return err
+		}
+	}
 	if eth == "" {
 		return nil
 	}
-	packets, err = recut(out, eth)
+	packets, err = convert(out, eth, func(dst io.Writer, src io.Reader) (int64, error) { return kafkatest.Recut(dst, src, 1500) })
 	if err != nil {
 		return err
 	}
@@ -146,9 +158,9 @@ func writeManifest(capture string, m *gencap.Manifest, stdout io.Writer) error {
 	return nil
 }
 
-// recut writes src re-cut to 1500-byte IP packets into dst and returns its
-// packets.
-func recut(src, dst string) (int64, error) {
+// convert writes src, converted by conv (re-cut, or as pcapng), into dst
+// and returns its packets.
+func convert(src, dst string, conv func(dst io.Writer, src io.Reader) (int64, error)) (int64, error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return 0, fmt.Errorf("realcap: %w", err)
@@ -159,7 +171,7 @@ func recut(src, dst string) (int64, error) {
 		return 0, fmt.Errorf("realcap: %w", err)
 	}
 	defer os.Remove(f.Name())
-	n, err := kafkatest.Recut(f, in, 1500)
+	n, err := conv(f, in)
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
