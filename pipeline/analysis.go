@@ -27,11 +27,14 @@ type Analysis struct {
 	// secretsDropped counts the pcapng secrets blocks over
 	// capture.MaxSecretsBytes, left unread.
 	secretsDropped int
+	// splitMin is the fewest bytes of input files for which the default
+	// workers split the run (splitMinBytes; tests lower it).
+	splitMin int64
 }
 
 // NewAnalysis returns an Analysis with o; o.Check must have passed.
 func NewAnalysis(o Options) *Analysis {
-	a := &Analysis{opts: o, prof: profile.New(profile.Options{}), tls: newTLSLayer(o.TLSKeyLogs, o.Ports, false)}
+	a := &Analysis{opts: o, prof: profile.New(profile.Options{}), tls: newTLSLayer(o.TLSKeyLogs, o.Ports, false), splitMin: splitMinBytes}
 	observe := a.prof.Produce
 	if o.Observe != nil {
 		observe = func(x *decode.Exchange) {
@@ -84,11 +87,18 @@ func (a *Analysis) Stats() detect.Stats {
 func (a *Analysis) Read(in Inputs, onRead func(Read)) []error {
 	a.in = in
 	errs := a.tls.load()
+	chosen := a.single != nil && a.single.split != nil && a.opts.Workers == 0
+	if chosen && in.smallerThan(a.splitMin) {
+		// Too little to make up for what the split costs at its start
+		// (splitMinBytes): the reader keeps the Decoder, and reads no
+		// chunks ahead.
+		a.single.split.stop()
+	}
 	// The reading goroutine reads ahead when others decode.
-	m, oerrs := in.openAhead(a.tls.secrets, a.sharded != nil || a.single.split != nil)
+	m, oerrs := in.openAhead(a.tls.secrets, a.sharded != nil || (a.single.split != nil && !a.single.split.inline))
 	errs = append(errs, oerrs...)
 	defer m.Close()
-	if a.single != nil && a.single.split != nil && a.opts.Workers == 0 && !m.Holdable() {
+	if chosen && !a.single.split.inline && !m.Holdable() {
 		// The split hands on a pcap's bytes in place; a pcapng's it
 		// copies, and then loses to one goroutine (single.go): the
 		// reader keeps the Decoder from the start.

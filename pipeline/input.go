@@ -80,6 +80,30 @@ func (in Inputs) open(onSecrets func(source string, keylog []byte)) (*capture.Me
 	return in.openAhead(onSecrets, false)
 }
 
+// smallerThan reports whether the inputs are files (not standard input)
+// of fewer than n bytes in all, as the file system gives their sizes
+// (compressed or not), or the run reads fewer (MaxBytes). A file it cannot
+// stat counts as large: opening it says what is wrong.
+func (in Inputs) smallerThan(n int64) bool {
+	if in.MaxBytes > 0 && in.MaxBytes < n {
+		return true
+	}
+	var total int64
+	for _, name := range in.Files {
+		if name == "-" {
+			return false
+		}
+		st, err := os.Stat(name)
+		if err != nil || !st.Mode().IsRegular() {
+			return false
+		}
+		if total += st.Size(); total >= n {
+			return false
+		}
+	}
+	return true
+}
+
 // openAhead is open, reading pcaps that are not compressed ahead too when
 // plain (capture.MergeOptions.ReadAheadPlain): for a run that decodes on
 // other goroutines than the reading one.

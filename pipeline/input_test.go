@@ -303,6 +303,7 @@ func TestStopFiles(t *testing.T) {
 					}
 				}
 				a := NewAnalysis(Options{Sniff: true, Workers: workers})
+				a.splitMin = 0 // split however small the files
 				in := Inputs{Files: tc.files, Stdin: bytes.NewReader(seedBytes), Stop: stop}
 				if errs := a.Read(in, onRead); len(errs) > 0 {
 					t.Fatal(errs)

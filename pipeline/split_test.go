@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -179,22 +180,39 @@ func TestSplitDrainCounts(t *testing.T) {
 
 // TestDefaultSplitsPcapsOnly: with the default workers and two CPUs, a run
 // splits (decode and detect on a second goroutine) when an input is a
-// pcap, whose packets it hands on in place; on pcapngs only, whose packets
-// it would copy, the reader keeps the Decoder from the start, nothing
-// handed on. The findings are those of one goroutine either way.
+// pcap, whose packets it hands on in place, and the input files hold at
+// least splitMin bytes, or standard input is one; on pcapngs only, whose
+// packets it would copy, or on less, the reader keeps the Decoder from the
+// start, nothing handed on. The findings are those of one goroutine either
+// way.
 func TestDefaultSplitsPcapsOnly(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	pcap, ng := "../testdata/kgo-v13-nonidempotent-timeout.pcap", "../testdata/kgo-tls13-nonidempotent-timeout.pcapng"
+	pcapBytes, err := os.ReadFile(pcap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(pcap)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
-		files []string
-		split bool
+		files    []string
+		splitMin int64
+		split    bool
 	}{
-		{[]string{pcap}, true},
-		{[]string{ng}, false},
-		{[]string{ng, pcap}, true},
+		{[]string{pcap}, 0, true},
+		{[]string{ng}, 0, false},
+		{[]string{ng, pcap}, 0, true},
+		{[]string{pcap}, st.Size(), true},
+		{[]string{pcap}, st.Size() + 1, false},
+		{[]string{pcap, pcap}, 2 * st.Size(), true},
+		{[]string{"-"}, 1 << 40, true},
+		{[]string{"-", pcap}, 1 << 40, true},
 	} {
+		in := Inputs{Files: tc.files, Stdin: bytes.NewReader(pcapBytes)}
 		one := NewAnalysis(Options{Sniff: true, Workers: 1})
-		if errs := one.Read(Inputs{Files: tc.files}, nil); len(errs) > 0 {
+		if errs := one.Read(in, nil); len(errs) > 0 {
 			t.Fatal(errs)
 		}
 		want := one.Finish()
@@ -202,12 +220,14 @@ func TestDefaultSplitsPcapsOnly(t *testing.T) {
 		if a.single == nil || a.single.split == nil {
 			t.Fatalf("%v: the default run on two CPUs has no split", tc.files)
 		}
-		if errs := a.Read(Inputs{Files: tc.files}, nil); len(errs) > 0 {
+		a.splitMin = tc.splitMin
+		in.Stdin = bytes.NewReader(pcapBytes)
+		if errs := a.Read(in, nil); len(errs) > 0 {
 			t.Fatal(errs)
 		}
 		sp := a.single.split
 		if split := !sp.inline; split != tc.split {
-			t.Errorf("%v: split after reading: %v, want %v (%d batches handed on)", tc.files, split, tc.split, sp.handed)
+			t.Errorf("%v, at least %d bytes: split after reading: %v, want %v (%d batches handed on)", tc.files, tc.splitMin, split, tc.split, sp.handed)
 		}
 		if !tc.split && sp.handed > 0 {
 			t.Errorf("%v: %d batches handed on", tc.files, sp.handed)
