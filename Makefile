@@ -109,7 +109,7 @@ fuzz:
 # Every benchmark once (-benchtime=1x): not a measure, a check that each
 # still runs and that the checks inside it hold (a default halved under
 # one made BenchmarkAdvanceIdle forget its batches, and only `make bench`
-# said so). About 30 s.
+# said so). About 30-60 s.
 bench-smoke:
 	$(GO) test -count=1 -run='^$$' -bench=. -benchtime=1x ./...
 

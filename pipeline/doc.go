@@ -18,7 +18,8 @@
 // An Analysis reads capture files to their end as one timeline merged by
 // time (Inputs), on one goroutine, split in two (the reading goroutine
 // reads, reassembles and decrypts, a second decodes and detects, in the
-// same order: single.go; the default with a second core and one worker),
+// same order: single.go; the default with a second core and one worker,
+// on a pcap of 256 MiB or more, or standard input),
 // or with its connections sharded over Options.Workers (sharded.go): the
 // same findings in the same order every way, the stages' shared state
 // (connection numbers, topic names, error messages) kept in one
@@ -53,7 +54,7 @@
 //   - input.go: Inputs, opening and merging files, the packet loop.
 //   - single.go: the run of one Assembler and one Decoder, on one
 //     goroutine or split (decode and detect on a second one, the default
-//     with two cores); connections kept out (Ignore).
+//     with two cores on a large pcap); connections kept out (Ignore).
 //   - sharded.go: the run over workers and its merger.
 //   - analysis.go: Analysis, the run of `kdupcap analyze`.
 //   - live.go: Live, the run of `kdupcap live`, its drop marks and evidence files.

@@ -44,8 +44,10 @@ type Options struct {
 	// Workers, for an Analysis: the goroutines that reassemble and decode,
 	// the connections spread over them by their addresses (1: the reading
 	// goroutine does all; 0: AutoWorkers, and when that is 1 and a second
-	// CPU is usable, decode and detect on a second goroutine: single.go's
-	// split). The findings are the same for any number. Live runs use one.
+	// CPU is usable, decode and detect on a second goroutine (single.go's
+	// split) when an input is a pcap and the input is large enough:
+	// Analysis.Read). The findings are the same for any number. Live runs
+	// use one.
 	Workers int
 	// TLSKeyLogs are NSS key log files (SSLKEYLOGFILE) with the secrets of
 	// TLS connections the capture holds; the secrets blocks of a pcapng
@@ -134,8 +136,9 @@ func (o *Options) Check() error {
 // where reading and detection, which one goroutine does, and the garbage
 // collector take most of the time (within 10% either way); so it shards
 // only with records to decode; one worker then runs split (reading and
-// reassembly on one goroutine, decode and detect on another), 1.1 to 1.4x
-// one goroutine on real captures.
+// reassembly on one goroutine, decode and detect on another), 1.1 to 1.5x
+// one goroutine on real captures of 500 MB and more, when an input is a
+// pcap and of splitMinBytes or more (Analysis.Read).
 func AutoWorkers(records int, appDuplicates bool) int {
 	if records > 0 || appDuplicates {
 		return min(runtime.GOMAXPROCS(0), defaultMaxWorkers)

@@ -187,8 +187,9 @@ func TestBulkResends(t *testing.T) {
 	}
 }
 
-// TestToPcapng: a pcap copied to pcapng reads back packet for packet, with
-// the same bytes, timestamps, lengths and link type, at either resolution.
+// TestToPcapng: a pcap of either timestamp resolution copied to pcapng
+// reads back packet for packet, with the same bytes, timestamps, lengths
+// and link type.
 func TestToPcapng(t *testing.T) {
 	frames := [][]byte{tcpFrame(t, 1000, bytes.Repeat([]byte("kafka"), 300), true), tcpFrame(t, 2500, []byte("tail"), false), udpFrame(t)}
 	for _, nano := range []bool{false, true} {

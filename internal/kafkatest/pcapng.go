@@ -5,26 +5,22 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/pcapgo"
 )
 
 // ToPcapng copies the pcap read from src to dst as a pcapng, the format
 // dumpcap and Wireshark write: one interface of the pcap's link type and
-// snap length, at the pcap's timestamp resolution, each packet an Enhanced
-// Packet Block with its timestamp and lengths. It returns the packets
-// written.
+// snap length, each packet an Enhanced Packet Block with its timestamp and
+// lengths. Timestamps are in nanoseconds whatever the pcap's resolution
+// (pcapgo's NgWriter writes if_tsresol 9; dumpcap writes microseconds by
+// default). It returns the packets written.
 func ToPcapng(dst io.Writer, src io.Reader) (int64, error) {
 	r, err := pcapgo.NewReader(bufio.NewReaderSize(src, 1<<20))
 	if err != nil {
 		return 0, fmt.Errorf("kafkatest: to pcapng: %w", err)
 	}
-	res := pcapgo.NgResolution(6) // microseconds
-	if r.Resolution() == gopacket.TimestampResolutionNanosecond {
-		res = 9
-	}
 	bw := bufio.NewWriterSize(dst, 1<<20)
-	w, err := pcapgo.NewNgWriterInterface(bw, pcapgo.NgInterface{LinkType: r.LinkType(), SnapLength: r.Snaplen(), TimestampResolution: res}, pcapgo.DefaultNgWriterOptions)
+	w, err := pcapgo.NewNgWriterInterface(bw, pcapgo.NgInterface{LinkType: r.LinkType(), SnapLength: r.Snaplen()}, pcapgo.DefaultNgWriterOptions)
 	if err != nil {
 		return 0, fmt.Errorf("kafkatest: to pcapng: %w", err)
 	}
