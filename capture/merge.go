@@ -288,19 +288,6 @@ func (m *Merged) Layout() Layout {
 	return Consecutive
 }
 
-// Holdable reports whether the packets of some source can be held
-// (Packet.Hold): a pcap, read ahead into chunks when compressed or with
-// MergeOptions.ReadAheadPlain. A pcapng's packets never can: a run that
-// hands packets to another goroutine copies them.
-func (m *Merged) Holdable() bool {
-	for _, s := range m.srcs {
-		if s.pcap != nil && (m.plain || s.ra != nil) {
-			return true
-		}
-	}
-	return false
-}
-
 // InputBytes is the sum of Source.InputBytes over the merged sources,
 // ended ones included: the progress of reading them all.
 func (m *Merged) InputBytes() int64 {

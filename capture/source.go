@@ -115,9 +115,10 @@ type Source struct {
 	// lastTS is the timestamp of the last packet returned (for a packet
 	// skipped over MaxPacketBytes with none of its own).
 	lastTS time.Time
-	// regular: the Source opened a regular file, read ahead in whole
-	// chunks (pcapAhead.whole).
-	regular bool
+	// size is the size of the regular file the Source opened, -1 for any
+	// other input; a regular file is read ahead in whole chunks
+	// (pcapAhead.whole).
+	size int64
 
 	// ahead is pb.ahead, for the byte counts read from other goroutines.
 	ahead atomic.Pointer[pcapAhead]
@@ -143,8 +144,8 @@ func Open(name string) (*Source, error) {
 		return nil, err
 	}
 	s.file = f
-	if st, err := f.Stat(); err == nil {
-		s.regular = st.Mode().IsRegular()
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		s.size = st.Size()
 	}
 	return s, nil
 }
@@ -153,7 +154,7 @@ func Open(name string) (*Source, error) {
 // the file header before returning. Every error is an *InputError. Close
 // does not close r.
 func NewSource(name string, r io.Reader) (*Source, error) {
-	s := &Source{name: name, in: &countingReader{r: r}}
+	s := &Source{name: name, in: &countingReader{r: r}, size: -1}
 	raw := bufio.NewReaderSize(s.in, readerSize)
 	head, err := raw.Peek(4)
 	if len(head) == 0 {
@@ -373,6 +374,18 @@ func (s *Source) CaptureBytes() int64 {
 	return s.cnt.n.Load()
 }
 
+// Size is the size of the file the Source opened as it was then,
+// compressed or not; -1 when it is not a regular file (a pipe, standard
+// input, a Source made with NewSource).
+func (s *Source) Size() int64 { return s.size }
+
+// Holdable reports whether the Source's packets can be held (Packet.Hold)
+// once a merge reads it ahead: a pcap's are parsed in place in the chunks
+// read ahead (when compressed, or with MergeOptions.ReadAheadPlain); a
+// pcapng's never are, and a run that hands them to another goroutine
+// copies them.
+func (s *Source) Holdable() bool { return s.pcap != nil }
+
 // readAhead starts reading (and decompressing) ahead of the packets read,
 // on another goroutine, with buffers from pool (given back there at the
 // end), and reports whether the Source does so, until it ends or closes:
@@ -380,13 +393,13 @@ func (s *Source) CaptureBytes() int64 {
 // in place (pcapahead.go); a compressed pcapng through readAhead's
 // buffers.
 func (s *Source) readAhead(pool *bufPool, plain bool) bool {
-	if s.pcap != nil && (plain || s.ra != nil) {
+	if s.Holdable() && (plain || s.ra != nil) {
 		return s.pcapAhead(pool)
 	}
 	if s.ra == nil {
 		return false
 	}
-	s.ra.start(pool, s.regular)
+	s.ra.start(pool, s.size >= 0)
 	return s.ra.active()
 }
 
@@ -411,7 +424,7 @@ func (s *Source) pcapAhead(pool *bufPool) bool {
 		s.cnt.r, release = r, rel
 		n, lead = aheadChunksCompressed, 0
 	}
-	b.ahead = startAhead(b.rd, release, pool.chunkPool(), b.off, n, lead, s.regular)
+	b.ahead = startAhead(b.rd, release, pool.chunkPool(), b.off, n, lead, s.size >= 0)
 	s.ahead.Store(b.ahead)
 	return true
 }

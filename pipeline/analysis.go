@@ -27,8 +27,8 @@ type Analysis struct {
 	// secretsDropped counts the pcapng secrets blocks over
 	// capture.MaxSecretsBytes, left unread.
 	secretsDropped int
-	// splitMin is the fewest bytes of input files for which the default
-	// workers split the run (splitMinBytes; tests lower it).
+	// splitMin is the fewest bytes of input for which the default workers
+	// split the run (splitMinBytes; tests lower it).
 	splitMin int64
 }
 
@@ -47,9 +47,6 @@ func NewAnalysis(o Options) *Analysis {
 	if n > 1 {
 		a.sharded = newSharded(st, n)
 	} else {
-		// Workers 0 with one worker chosen and a second core: decode and
-		// detect on a goroutine of their own (single.go's split).
-		st.split = o.Workers == 0 && runtime.GOMAXPROCS(0) > 1
 		a.single = newSingle(st)
 	}
 	return a
@@ -87,23 +84,16 @@ func (a *Analysis) Stats() detect.Stats {
 func (a *Analysis) Read(in Inputs, onRead func(Read)) []error {
 	a.in = in
 	errs := a.tls.load()
-	chosen := a.single != nil && a.single.split != nil && a.opts.Workers == 0
-	if chosen && in.smallerThan(a.splitMin) {
-		// Too little to make up for what the split costs at its start
-		// (splitMinBytes): the reader keeps the Decoder, and reads no
-		// chunks ahead.
-		a.single.split.stop()
-	}
-	// The reading goroutine reads ahead when others decode.
-	m, oerrs := in.openAhead(a.tls.secrets, a.sharded != nil || (a.single.split != nil && !a.single.split.inline))
+	srcs, skew, oerrs := in.sources()
 	errs = append(errs, oerrs...)
+	// Workers 0 with one worker chosen and a second core: decode and
+	// detect on a goroutine of their own (single.go's split), where it
+	// gains (splitPays).
+	split := a.single != nil && a.opts.Workers == 0 && runtime.GOMAXPROCS(0) > 1 &&
+		splitPays(srcs, in.MaxBytes, a.splitMin) && a.single.startSplit()
+	// The reading goroutine reads ahead when others decode.
+	m := capture.Merge(srcs, capture.MergeOptions{ClockSkew: skew, OnSecrets: a.tls.secrets, ReadAheadPlain: a.sharded != nil || split})
 	defer m.Close()
-	if chosen && !a.single.split.inline && !m.Holdable() {
-		// The split hands on a pcap's bytes in place; a pcapng's it
-		// copies, and then loses to one goroutine (single.go): the
-		// reader keeps the Decoder from the start.
-		a.single.split.stop()
-	}
 	var rerrs []error
 	if a.sharded != nil {
 		rerrs, a.end = a.sharded.read(m, onRead, in)

@@ -80,39 +80,17 @@ func (in Inputs) open(onSecrets func(source string, keylog []byte)) (*capture.Me
 	return in.openAhead(onSecrets, false)
 }
 
-// smallerThan reports whether the inputs are files (not standard input)
-// of fewer than n bytes in all, as the file system gives their sizes
-// (compressed or not), or the run reads fewer (MaxBytes). A file it cannot
-// stat counts as large: opening it says what is wrong.
-func (in Inputs) smallerThan(n int64) bool {
-	if in.MaxBytes > 0 && in.MaxBytes < n {
-		return true
-	}
-	var total int64
-	for _, name := range in.Files {
-		if name == "-" {
-			return false
-		}
-		st, err := os.Stat(name)
-		if err != nil || !st.Mode().IsRegular() {
-			return false
-		}
-		if total += st.Size(); total >= n {
-			return false
-		}
-	}
-	return true
-}
-
 // openAhead is open, reading pcaps that are not compressed ahead too when
 // plain (capture.MergeOptions.ReadAheadPlain): for a run that decodes on
 // other goroutines than the reading one.
 func (in Inputs) openAhead(onSecrets func(source string, keylog []byte), plain bool) (*capture.Merged, []error) {
-	var (
-		errs  []error
-		srcs  []*capture.Source
-		sskew []time.Duration
-	)
+	srcs, skew, errs := in.sources()
+	return capture.Merge(srcs, capture.MergeOptions{ClockSkew: skew, OnSecrets: onSecrets, ReadAheadPlain: plain}), errs
+}
+
+// sources opens the inputs, in order, each with its skew; an input that
+// fails to open is left out, its error returned.
+func (in Inputs) sources() (srcs []*capture.Source, skew []time.Duration, errs []error) {
 	for i, name := range in.Files {
 		var (
 			src *capture.Source
@@ -133,10 +111,31 @@ func (in Inputs) openAhead(onSecrets func(source string, keylog []byte), plain b
 		}
 		srcs = append(srcs, src)
 		if i < len(in.Skew) {
-			sskew = append(sskew, in.Skew[i])
+			skew = append(skew, in.Skew[i])
 		}
 	}
-	return capture.Merge(srcs, capture.MergeOptions{ClockSkew: sskew, OnSecrets: onSecrets, ReadAheadPlain: plain}), errs
+	return srcs, skew, errs
+}
+
+// splitPays reports whether splitting a run (single.go's split) gains on
+// srcs: some source's packets can be handed on in place (a pcap), and the
+// run reads at least min bytes: files of min bytes in all (as opened,
+// compressed or not), or an input of unknown size (standard input, a
+// pipe), unless maxBytes (Inputs.MaxBytes) is set below min.
+func splitPays(srcs []*capture.Source, maxBytes, min int64) bool {
+	if maxBytes > 0 && maxBytes < min {
+		return false
+	}
+	holdable, total := false, int64(0)
+	for _, s := range srcs {
+		holdable = holdable || s.Holdable()
+		if n := s.Size(); n < 0 {
+			total = min // of unknown size: counted as large
+		} else {
+			total += n
+		}
+	}
+	return holdable && total >= min
 }
 
 // eachPacket hands fn every packet of m in merged order, telling onRead

@@ -22,6 +22,9 @@ type single struct {
 	det *detect.Detector
 	// split, when set, runs dec and det on a goroutine of their own.
 	split *split
+	// ignored: connections are kept out of the run (stages.ignore), which
+	// the split does not do.
+	ignored bool
 	// links are the link types of the packets read (for --write-dups).
 	links []layers.LinkType
 }
@@ -42,9 +45,6 @@ type stages struct {
 	// attempts, if set, sees every exchange and connection end before
 	// detect (attempts.go).
 	attempts AttemptSink
-	// split runs decode and detect on a second goroutine (split), when no
-	// connection is ignored.
-	split bool
 }
 
 // streamsOf hands dec a stream per connection; a nil *decode.Conn (not
@@ -63,10 +63,13 @@ func newSingle(st stages) *single {
 	st.det.Observe = st.observe
 	p.det = detect.New(st.det)
 	p.dec = decode.New(sinkOf(st, p.det), st.dec)
-	newStream := streamsOf(p.dec)
-	if st.split && st.ignore == nil {
-		p.split = newSplit(p.dec, p.det)
-		newStream = p.split.streams
+	p.ignored = st.ignore != nil
+	decoded := streamsOf(p.dec)
+	newStream := func(a, b netip.AddrPort, ts time.Time) capture.Stream {
+		if p.split != nil {
+			return p.split.streams(a, b, ts)
+		}
+		return decoded(a, b, ts)
 	}
 	if st.wrap != nil {
 		newStream = st.wrap(newStream)
@@ -82,6 +85,17 @@ func newSingle(st stages) *single {
 		return &ownCheck{a: a, b: b, ts: ts, ignore: ignore, newStream: newStream}
 	}, st.asm)
 	return p
+}
+
+// startSplit runs decode and detect on a goroutine of their own from now
+// on, before the first packet (split), and reports whether it does: not
+// when connections are kept out of the run.
+func (p *single) startSplit() bool {
+	if p.ignored || p.split != nil {
+		return p.split != nil
+	}
+	p.split = newSplit(p.dec, p.det)
+	return true
 }
 
 // add hands one packet to the run.
@@ -154,13 +168,12 @@ func (p *single) stats() detect.Stats {
 // interleaved rounds). Below splitMinBytes of input files the default runs
 // on one goroutine; standard input, of unknown size, is split.
 //
-// A pcapng's packets are never read ahead into chunks (capture.Merged's
+// A pcapng's packets are never read ahead into chunks (capture.Source's
 // Holdable): every byte would be copied into the batches, and the split
 // then loses to one goroutine: on a real 1 GiB capture as pcapng, 0.452 s
 // against 0.374 s (7 interleaved rounds; as pcap, 0.292 s against 0.368
-// s). Analysis.Read keeps the Decoder on the reader from the start when
-// no input is a pcap (the default workers only: TestSplitSameAsOneGoroutine
-// still runs the split on pcapngs).
+// s). The default splits only when an input is a pcap (splitPays;
+// TestSplitSameAsOneGoroutine still runs the split on pcapngs).
 const (
 	splitMinBytes = 256 << 20
 	splitBatches  = capture.AheadHolds

@@ -89,9 +89,9 @@ type splitRun struct {
 // the decoding goroutine.
 func runSplit(t *testing.T, files []string, o Options, drains int) (splitRun, int, int) {
 	t.Helper()
-	st := stages{det: o.detectOptions(), dec: o.decodeOptions(1), asm: o.assemblerOptions(1), split: drains > 0}
+	st := stages{det: o.detectOptions(), dec: o.decodeOptions(1), asm: o.assemblerOptions(1)}
 	p := newSingle(st)
-	if drains > 0 {
+	if drains > 0 && p.startSplit() {
 		p.split.maxDrains = drains
 	}
 	m, errs := Inputs{Files: files}.openAhead(nil, drains > 0)
@@ -154,7 +154,8 @@ func holes(t *testing.T, path string, n int) string {
 // not take the run onto one goroutine.
 func TestSplitDrainCounts(t *testing.T) {
 	o := Options{Sniff: true}
-	p := newSingle(stages{det: o.detectOptions(), dec: o.decodeOptions(1), asm: o.assemblerOptions(1), split: true})
+	p := newSingle(stages{det: o.detectOptions(), dec: o.decodeOptions(1), asm: o.assemblerOptions(1)})
+	p.startSplit()
 	sp := p.split
 	sp.maxDrains = 2
 	steps := []struct {
@@ -199,38 +200,33 @@ func TestDefaultSplitsPcapsOnly(t *testing.T) {
 	for _, tc := range []struct {
 		files    []string
 		splitMin int64
+		maxBytes int64
 		split    bool
 	}{
-		{[]string{pcap}, 0, true},
-		{[]string{ng}, 0, false},
-		{[]string{ng, pcap}, 0, true},
-		{[]string{pcap}, st.Size(), true},
-		{[]string{pcap}, st.Size() + 1, false},
-		{[]string{pcap, pcap}, 2 * st.Size(), true},
-		{[]string{"-"}, 1 << 40, true},
-		{[]string{"-", pcap}, 1 << 40, true},
+		{[]string{pcap}, 0, 0, true},
+		{[]string{ng}, 0, 0, false},
+		{[]string{ng, pcap}, 0, 0, true},
+		{[]string{pcap}, st.Size(), 0, true},
+		{[]string{pcap}, st.Size() + 1, 0, false},
+		{[]string{pcap, pcap}, 2 * st.Size(), 0, true},
+		{[]string{pcap, "../testdata/missing.pcap"}, st.Size() + 1, 0, false},
+		{[]string{"-"}, 1 << 40, 0, true},
+		{[]string{"-", pcap}, 1 << 40, 0, true},
+		{[]string{"-"}, 1 << 40, 1<<40 - 1, false},
 	} {
-		in := Inputs{Files: tc.files, Stdin: bytes.NewReader(pcapBytes)}
+		in := Inputs{Files: tc.files, Stdin: bytes.NewReader(pcapBytes), MaxBytes: tc.maxBytes}
 		one := NewAnalysis(Options{Sniff: true, Workers: 1})
-		if errs := one.Read(in, nil); len(errs) > 0 {
-			t.Fatal(errs)
-		}
+		wantErrs := len(one.Read(in, nil))
 		want := one.Finish()
 		a := NewAnalysis(Options{Sniff: true})
-		if a.single == nil || a.single.split == nil {
-			t.Fatalf("%v: the default run on two CPUs has no split", tc.files)
-		}
 		a.splitMin = tc.splitMin
 		in.Stdin = bytes.NewReader(pcapBytes)
-		if errs := a.Read(in, nil); len(errs) > 0 {
-			t.Fatal(errs)
+		if errs := a.Read(in, nil); len(errs) != wantErrs {
+			t.Fatalf("%v: %v, one goroutine: %d errors", tc.files, errs, wantErrs)
 		}
 		sp := a.single.split
-		if split := !sp.inline; split != tc.split {
-			t.Errorf("%v, at least %d bytes: split after reading: %v, want %v (%d batches handed on)", tc.files, tc.splitMin, split, tc.split, sp.handed)
-		}
-		if !tc.split && sp.handed > 0 {
-			t.Errorf("%v: %d batches handed on", tc.files, sp.handed)
+		if split := sp != nil && sp.handed > 0; split != tc.split {
+			t.Errorf("%v, at least %d bytes, max %d: split: %v, want %v", tc.files, tc.splitMin, tc.maxBytes, split, tc.split)
 		}
 		got := a.Finish()
 		if len(want) == 0 || !reflect.DeepEqual(got, want) {
