@@ -122,6 +122,11 @@ type pcapAhead struct {
 	// interleaved rounds, medians of the paired ratios), of the .gz from
 	// 2.88 s to 2.38 s.
 	whole bool
+	// frames, when set, gives the ends of the zstd frames read into each
+	// chunk, whose checksums check verifies on the parser's goroutine
+	// (zstdstream.go).
+	frames frameDeferrer
+	check  *frameCheck
 }
 
 // aheadBuf is one chunk of a pcapAhead and the references to it: the
@@ -140,9 +145,10 @@ func (c *aheadBuf) unref() {
 }
 
 type aheadChunk struct {
-	c   *aheadBuf // its bytes are c.buf[pcapBufSize:pcapBufSize+n]
-	n   int
-	err error
+	c    *aheadBuf // its bytes are c.buf[pcapBufSize:pcapBufSize+n]
+	n    int
+	err  error
+	ends []frameEnd // the zstd frames that end in it (pcapAhead.frames)
 }
 
 // startAhead starts reading rd, at stream offset off, into at most n
@@ -150,10 +156,14 @@ type aheadChunk struct {
 // has none), the others made when needed; at most lead chunks ahead of
 // those taken (0: as far as the chunks go); release, if set, runs once rd
 // is read no more; whole: rd is a regular file's stream, each chunk handed
-// on full (pcapAhead.whole).
-func startAhead(rd io.Reader, release func(), pool *bufPool, off int64, n, lead int, whole bool) *pcapAhead {
-	a := &pcapAhead{rd: rd, release: release, pool: pool, whole: whole,
+// on full (pcapAhead.whole); frames, if set, is rd's zstd stream, whose
+// checks move to the parser's goroutine (pcapAhead.frames).
+func startAhead(rd io.Reader, release func(), pool *bufPool, off int64, n, lead int, whole bool, frames frameDeferrer) *pcapAhead {
+	a := &pcapAhead{rd: rd, release: release, pool: pool, whole: whole, frames: frames,
 		full: make(chan aheadChunk, n), empty: make(chan *aheadBuf, n), done: make(chan struct{})}
+	if frames != nil {
+		a.check = frames.deferChecks()
+	}
 	if lead > 0 {
 		a.lead = make(chan struct{}, lead)
 	}
@@ -209,9 +219,13 @@ func (a *pcapAhead) run() {
 			return
 		}
 		n, err := readChunk(a.rd, c.buf[pcapBufSize:pcapBufSize+aheadChunkData], a.whole)
+		var ends []frameEnd
+		if a.frames != nil {
+			ends = a.frames.takeEnds()
+		}
 		c.refs.Store(1) // the parser's
 		select {
-		case a.full <- aheadChunk{c: c, n: n, err: err}:
+		case a.full <- aheadChunk{c: c, n: n, err: err, ends: ends}:
 		case <-a.done:
 			return
 		}
@@ -262,9 +276,18 @@ func (a *pcapAhead) Close() {
 
 // fillAhead is pcapBuf.fill from the chunks: buf[r:w], shorter than
 // pcapBufSize (see fill), is moved to the room in front of the next
-// chunk's bytes.
+// chunk's bytes. A chunk of a zstd stream is checked first (frameCheck):
+// its bytes up to the end of a frame whose checksum is wrong are parsed,
+// then the error returned.
 func (b *pcapBuf) fillAhead() {
 	c, old := b.ahead.next()
+	if fc := b.ahead.check; fc != nil && fc.sum != nil {
+		n, err := fc.check(c.c.buf[pcapBufSize:pcapBufSize+c.n], c.ends)
+		if err != nil {
+			c.n, c.err = n, codecError("zstd", err)
+			fc.sum = nil // nothing is checked after the error
+		}
+	}
 	left := b.buf[b.r:b.w]
 	start := pcapBufSize - len(left)
 	buf := c.c.buf

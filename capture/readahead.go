@@ -49,11 +49,20 @@ type readAhead struct {
 	// whole: r is a regular file's stream, each buffer handed on full;
 	// else a short read hands it on at once (readChunk).
 	whole bool
+	// frames, when r is a zstd stream, gives the ends of the frames read
+	// into each buffer, whose checksums check verifies in Read, on the
+	// reader's goroutine (zstdstream.go).
+	frames frameDeferrer
+	check  *frameCheck
+	// bad is a checksum that check found wrong, returned once the bytes
+	// before it are read; the goroutine may read on until Close.
+	bad error
 }
 
 type chunk struct {
-	b   []byte
-	err error
+	b    []byte
+	err  error
+	ends []frameEnd // the zstd frames that end in it (readAhead.frames)
 }
 
 func newReadAhead(r io.Reader, release func()) *readAhead {
@@ -72,6 +81,9 @@ func (ra *readAhead) start(pool *bufPool, whole bool) {
 		return
 	}
 	ra.started, ra.pool, ra.whole = true, pool, whole
+	if fd, ok := ra.r.(frameDeferrer); ok {
+		ra.frames, ra.check = fd, fd.deferChecks()
+	}
 	ra.full = make(chan chunk, readAheadBuffers)
 	ra.empty = make(chan []byte, readAheadBuffers)
 	ra.done = make(chan struct{})
@@ -173,8 +185,12 @@ func (ra *readAhead) fill() {
 			return
 		}
 		n, err := readChunk(ra.r, buf, ra.whole)
+		var ends []frameEnd
+		if ra.frames != nil {
+			ends = ra.frames.takeEnds()
+		}
 		select {
-		case ra.full <- chunk{b: buf[:n], err: err}:
+		case ra.full <- chunk{b: buf[:n], err: err, ends: ends}:
 		case <-ra.done:
 			return
 		}
@@ -200,11 +216,21 @@ func (ra *readAhead) Read(p []byte) (int, error) {
 			ra.empty <- ra.buf[:cap(ra.buf)] // never blocks: there is room for every buffer
 			ra.buf = nil
 		}
+		if ra.bad != nil {
+			return 0, ra.bad
+		}
 		if ra.err != nil {
 			ra.drop()
 			return 0, ra.err
 		}
 		c := <-ra.full // the goroutine sends until it has sent r's error
+		if ra.check != nil && ra.check.sum != nil {
+			if n, err := ra.check.check(c.b, c.ends); err != nil {
+				ra.cur, ra.buf, ra.bad = c.b[:n], c.b, err
+				ra.check.sum = nil // nothing is checked after the error
+				continue
+			}
+		}
 		ra.cur, ra.buf, ra.err = c.b, c.b, c.err
 	}
 	n := copy(p, ra.cur)

@@ -173,7 +173,7 @@ func NewSource(name string, r io.Reader) (*Source, error) {
 		s.ra = newReadAhead(zr, func() { zr.Close() })
 		s.codec, dec = "gzip", s.ra
 	case len(head) == 4 && binary.LittleEndian.Uint32(head) == magicZstd:
-		zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(zstdBlocks(runtime.GOMAXPROCS(0))), zstd.WithDecoderMaxWindow(zstdMaxWindow))
+		zr, err := newZstdStream(raw, zstd.WithDecoderConcurrency(zstdBlocks(runtime.GOMAXPROCS(0))), zstd.WithDecoderMaxWindow(zstdMaxWindow))
 		if err != nil {
 			return nil, s.fail(0, codecError("zstd", err))
 		}
@@ -415,6 +415,7 @@ func (s *Source) pcapAhead(pool *bufPool) bool {
 		return false
 	}
 	var release func()
+	var frames frameDeferrer
 	n, lead := aheadChunks, aheadLead
 	if s.ra != nil {
 		r, rel, ok := s.ra.detach()
@@ -422,9 +423,10 @@ func (s *Source) pcapAhead(pool *bufPool) bool {
 			return false
 		}
 		s.cnt.r, release = r, rel
+		frames, _ = r.(frameDeferrer)
 		n, lead = aheadChunksCompressed, 0
 	}
-	b.ahead = startAhead(b.rd, release, pool.chunkPool(), b.off, n, lead, s.size >= 0)
+	b.ahead = startAhead(b.rd, release, pool.chunkPool(), b.off, n, lead, s.size >= 0, frames)
 	s.ahead.Store(b.ahead)
 	return true
 }

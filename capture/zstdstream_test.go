@@ -1,0 +1,329 @@
+package capture
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/klauspost/compress/zstd"
+)
+
+// zstdFrame compresses b into one frame: with its size in the header
+// (EncodeAll) or without (a stream), with a checksum or not.
+func zstdFrame(tb testing.TB, b []byte, size, crc bool) []byte {
+	tb.Helper()
+	if size {
+		w, err := zstd.NewWriter(nil, zstd.WithEncoderCRC(crc))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer w.Close()
+		return w.EncodeAll(b, nil)
+	}
+	var out bytes.Buffer
+	w, err := zstd.NewWriter(&out, zstd.WithEncoderCRC(crc), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := w.Write(b); err != nil {
+		tb.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// skippableFrame is a zstd skippable frame holding b.
+func skippableFrame(b []byte) []byte {
+	out := binary.LittleEndian.AppendUint32(nil, 0x184D2A53)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(b)))
+	return append(out, b...)
+}
+
+// zstdContents is data of each kind of zstd block: compressed, raw (bytes
+// that do not compress), RLE (one byte repeated), several blocks long.
+func zstdContents() map[string][]byte {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	noise := make([]byte, 300<<10)
+	for i := range noise {
+		noise[i] = byte(rnd.Uint32())
+	}
+	text := bytes.Repeat([]byte("produce v9 topic-a partition 3 baseOffset "), 8000)
+	return map[string][]byte{
+		"empty": nil,
+		"text":  text,
+		"noise": noise,
+		"zeros": make([]byte, 400<<10),
+		"mixed": append(append(append([]byte{}, text[:70000]...), noise[:200000]...), make([]byte, 150000)...),
+	}
+}
+
+// zstdStreams are streams of one frame and of several, of every kind the
+// walk follows, each with the bytes it decompresses to.
+func zstdStreams(tb testing.TB) map[string][2][]byte {
+	c := zstdContents()
+	out := map[string][2][]byte{}
+	for name, b := range c {
+		for _, v := range []struct {
+			suffix    string
+			size, crc bool
+		}{{"/size+crc", true, true}, {"/stream+crc", false, true}, {"/size", true, false}, {"/stream", false, false}} {
+			out[name+v.suffix] = [2][]byte{zstdFrame(tb, b, v.size, v.crc), b}
+		}
+	}
+	var multi, want []byte
+	for i, name := range []string{"text", "noise", "empty", "zeros", "mixed"} {
+		multi = append(multi, zstdFrame(tb, c[name], i%2 == 0, i != 2)...)
+		if i == 1 {
+			multi = append(multi, skippableFrame([]byte("kdupcap"))...)
+		}
+		want = append(want, c[name]...)
+	}
+	out["frames"] = [2][]byte{multi, want}
+	out["skippable first"] = [2][]byte{append(skippableFrame(nil), zstdFrame(tb, c["text"], true, true)...), c["text"]}
+	out["nothing"] = [2][]byte{nil, nil}
+	return out
+}
+
+// refZstd decodes b with the decoder alone, checksums checked by it.
+func refZstd(b []byte) ([]byte, error) {
+	d, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(zstdMaxWindow))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return io.ReadAll(d)
+}
+
+// readZstdStream decodes b with a zstdStream, in reads of step bytes; with
+// deferred checks made as a read-ahead's reader makes them, in chunks of
+// step bytes (readChunk, frameCheck). It reports whether the walk followed
+// every frame.
+func readZstdStream(tb testing.TB, b []byte, step int, deferred bool) ([]byte, error, bool) {
+	tb.Helper()
+	z, err := newZstdStream(bufio.NewReaderSize(bytes.NewReader(b), readerSize), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(zstdMaxWindow))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer z.Close()
+	var out []byte
+	buf := make([]byte, step)
+	var fc *frameCheck
+	if deferred {
+		fc = z.deferChecks()
+	}
+	for {
+		var n int
+		var err error
+		if deferred {
+			n, err = readChunk(z, buf, true)
+			if k, cerr := fc.check(buf[:n], z.takeEnds()); cerr != nil {
+				n, err = k, cerr
+			}
+		} else {
+			n, err = z.Read(buf)
+		}
+		out = append(out, buf[:n]...)
+		if err == io.EOF {
+			return out, nil, !z.frames.whole
+		}
+		if err != nil {
+			return out, err, !z.frames.whole
+		}
+	}
+}
+
+// TestZstdStreamAsDecoder: frame by frame, checked by the reader, every
+// stream decodes to what the decoder alone makes of it, and the walk
+// follows every frame (none is left to the decoder's own check).
+func TestZstdStreamAsDecoder(t *testing.T) {
+	for name, s := range zstdStreams(t) {
+		ref, err := refZstd(s[0])
+		if err != nil || !bytes.Equal(ref, s[1]) {
+			t.Fatalf("%s: the decoder alone: %d bytes, %v", name, len(ref), err)
+		}
+		for _, step := range []int{1 << 19, 4096, 7} {
+			for _, deferred := range []bool{false, true} {
+				if step == 7 && len(s[1]) > 100000 {
+					continue
+				}
+				got, err, followed := readZstdStream(t, s[0], step, deferred)
+				if err != nil || !bytes.Equal(got, s[1]) {
+					t.Errorf("%s, reads of %d, deferred %v: %d bytes, %v; want %d bytes", name, step, deferred, len(got), err, len(s[1]))
+				}
+				if !followed {
+					t.Errorf("%s: the walk did not follow the frames", name)
+				}
+			}
+		}
+	}
+}
+
+// badSum is frames with the checksum of the second of three wrong: the
+// stream, and the bytes of the frames before the bad one's end.
+func badSum(tb testing.TB, parts [3][]byte) ([]byte, []byte) {
+	var s []byte
+	for i, p := range parts {
+		f := zstdFrame(tb, p, i == 0, true)
+		if i == 1 {
+			f[len(f)-1] ^= 0x5a
+		}
+		s = append(s, f...)
+	}
+	return s, append(append([]byte{}, parts[0]...), parts[1]...)
+}
+
+// TestZstdStreamChecksum: a frame whose checksum is wrong is found where
+// it is checked, in Read or by the reader it was deferred to, and its
+// bytes come first: all but what follows the bad frame.
+func TestZstdStreamChecksum(t *testing.T) {
+	c := zstdContents()
+	s, want := badSum(t, [3][]byte{c["text"], c["mixed"], c["noise"]})
+	if _, err := refZstd(s); !errors.Is(err, zstd.ErrCRCMismatch) {
+		t.Fatalf("the decoder alone: %v, want %v", err, zstd.ErrCRCMismatch)
+	}
+	for _, step := range []int{1 << 19, 4096, 100000} {
+		for _, deferred := range []bool{false, true} {
+			got, err, _ := readZstdStream(t, s, step, deferred)
+			if !errors.Is(err, zstd.ErrCRCMismatch) || !bytes.Equal(got, want) {
+				t.Errorf("reads of %d, deferred %v: %d bytes, %v; want %d bytes, %v", step, deferred, len(got), err, len(want), zstd.ErrCRCMismatch)
+			}
+		}
+	}
+}
+
+// TestSourceZstdChecksum reads a zstd capture whose second frame's
+// checksum is wrong each way a Source reads it: inline, read ahead into a
+// pcap's chunks, read ahead into a pcapng's buffers. The packets wholly in
+// the frames before the bad one's end are returned, then an error that
+// names the codec and the fault; a capture cut at that end gives the same
+// packets.
+func TestSourceZstdChecksum(t *testing.T) {
+	var pkts []Packet
+	for i := 0; len(pkts) < 3000; i++ {
+		pkts = append(pkts, testPackets(t)...)
+	}
+	ng, _ := pcapngFile(t, pkts)
+	for _, f := range []struct {
+		name string
+		file []byte
+	}{{"pcap", pcapFile(binary.LittleEndian, false, layers.LinkTypeRaw, pkts)}, {"pcapng", ng}} {
+		third := len(f.file) / 3
+		s, cut := badSum(t, [3][]byte{f.file[:third], f.file[third : 2*third+1], f.file[2*third+1:]})
+		want, err := readAllFrom(t, cut, false)
+		if err == nil || len(want) == 0 {
+			t.Fatalf("%s cut at the bad frame's end: %d packets, %v", f.name, len(want), err)
+		}
+		for _, ahead := range []bool{false, true} {
+			got, err := readAllFrom(t, s, ahead)
+			if err == nil || !strings.Contains(err.Error(), "zstd: "+zstd.ErrCRCMismatch.Error()) {
+				t.Errorf("%s, read ahead %v: error %v, want the checksum's", f.name, ahead, err)
+			}
+			if len(got) != len(want) {
+				t.Errorf("%s, read ahead %v: %d packets, want %d", f.name, ahead, len(got), len(want))
+			}
+		}
+	}
+}
+
+// readAllFrom reads a capture in memory, read ahead or not.
+func readAllFrom(t *testing.T, b []byte, ahead bool) ([]Packet, error) {
+	t.Helper()
+	src, err := NewSource("f", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if ahead && !src.readAhead(nil, false) {
+		t.Fatal("not read ahead")
+	}
+	return readAll(src)
+}
+
+// TestFrameCheck: frames ending at a chunk's start, within it, at its end,
+// and ends out of order, which is a fault of the caller.
+func TestFrameCheck(t *testing.T) {
+	a, b := []byte("first frame"), []byte("second")
+	sum := func(p []byte) uint32 { return uint32(xxhash.Sum64(p)) }
+	ab := append(append([]byte{}, a...), b...)
+	for _, tc := range []struct {
+		name   string
+		chunks [][]byte
+		ends   [][]frameEnd
+		wantN  []int
+		err    error
+	}{
+		{"in one chunk", [][]byte{ab}, [][]frameEnd{{{off: 11, sum: sum(a), check: true}, {off: 17, sum: sum(b), check: true}}}, []int{17}, nil},
+		{"at a chunk's end and start", [][]byte{a, b}, [][]frameEnd{{{off: 11, sum: sum(a), check: true}}, {{off: 17, sum: sum(b), check: true}}}, []int{11, 6}, nil},
+		{"ended at the next chunk's start", [][]byte{a, b}, [][]frameEnd{nil, {{off: 11, sum: sum(a), check: true}, {off: 17, sum: sum(b), check: true}}}, []int{11, 6}, nil},
+		{"no checksum", [][]byte{ab}, [][]frameEnd{{{off: 11, sum: 1}, {off: 17, sum: sum(b), check: true}}}, []int{17}, nil},
+		{"second wrong", [][]byte{a, b}, [][]frameEnd{{{off: 11, sum: sum(a), check: true}}, {{off: 17, sum: sum(a), check: true}}}, []int{11, 6}, zstd.ErrCRCMismatch},
+		{"first wrong", [][]byte{ab}, [][]frameEnd{{{off: 11, sum: sum(b), check: true}, {off: 17, sum: sum(b), check: true}}}, []int{11}, zstd.ErrCRCMismatch},
+		{"out of order", [][]byte{ab}, [][]frameEnd{{{off: 17}, {off: 11}}}, []int{17}, errFrameCheck},
+		{"beyond the chunk", [][]byte{a}, [][]frameEnd{{{off: 12}}}, []int{0}, errFrameCheck},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := &frameCheck{sum: xxhash.New()}
+			var err error
+			for i, c := range tc.chunks {
+				var n int
+				n, err = fc.check(c, tc.ends[i])
+				if err != nil {
+					if n != tc.wantN[i] {
+						t.Errorf("chunk %d: %d bytes before the error, want %d", i, n, tc.wantN[i])
+					}
+					break
+				}
+				if n != tc.wantN[i] {
+					t.Errorf("chunk %d: %d bytes, want %d", i, n, tc.wantN[i])
+				}
+			}
+			if !errors.Is(err, tc.err) {
+				t.Errorf("error %v, want %v", err, tc.err)
+			}
+		})
+	}
+}
+
+// FuzzZstdStream: whatever the bytes, the stream read frame by frame, in
+// Read or checked by its reader, accepts nothing the decoder alone
+// rejects, and what both accept decodes to the same bytes.
+func FuzzZstdStream(f *testing.F) {
+	for _, s := range zstdStreams(f) {
+		if len(s[0]) < 4096 {
+			f.Add(s[0])
+		}
+	}
+	c := []byte("produce v9 topic-a partition 3")
+	f.Add(zstdFrame(f, bytes.Repeat(c, 50), true, true))
+	f.Add(append(zstdFrame(f, c, false, true), skippableFrame(c)...))
+	bad, _ := badSum(f, [3][]byte{c, c, c})
+	f.Add(bad)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ref, refErr := refZstd(b)
+		if len(ref) > 1<<22 {
+			return
+		}
+		for _, deferred := range []bool{false, true} {
+			got, err, _ := readZstdStream(t, b, 1000, deferred)
+			switch {
+			case refErr != nil && err == nil:
+				t.Fatalf("deferred %v: accepted %d bytes the decoder rejects: %v", deferred, len(got), refErr)
+			case refErr == nil && err != nil:
+				t.Fatalf("deferred %v: rejected what the decoder accepts: %v", deferred, err)
+			case err == nil && !bytes.Equal(got, ref):
+				t.Fatalf("deferred %v: %d bytes, the decoder %d", deferred, len(got), len(ref))
+			case errors.Is(err, errFrameCheck):
+				t.Fatalf("deferred %v: %v", deferred, err)
+			}
+		}
+	})
+}
