@@ -435,8 +435,13 @@ func testMergeReadsAhead(t *testing.T, files [][]mpkt, wantAhead, wantSets int) 
 	if mostAhead != wantAhead {
 		t.Errorf("at most %d sources read ahead at once, want %d", mostAhead, wantAhead)
 	}
-	if bufs != wantSets*aheadChunksCompressed {
-		t.Errorf("%d chunks made, want %d", bufs, wantSets*aheadChunksCompressed)
+	// A set's chunks are made as the decompressor needs them (aheadFirst,
+	// then more while it runs ahead of the parser, up to
+	// aheadChunksCompressed): how many depends on the two goroutines'
+	// speeds (under -race the parser may keep up with 5), so the sets
+	// are counted by the most a set can have.
+	if lo, hi := (wantSets-1)*aheadChunksCompressed, wantSets*aheadChunksCompressed; bufs <= lo || bufs > hi {
+		t.Errorf("%d chunks made, want %d sets: %d to %d", bufs, wantSets, lo+1, hi)
 	}
 }
 

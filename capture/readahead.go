@@ -250,7 +250,7 @@ func (ra *readAhead) drop() {
 		ra.pool.put(<-ra.empty)
 	}
 	ra.empty, ra.full, ra.cur, ra.buf = nil, nil, nil, nil
-	ra.r, ra.release = nil, nil
+	ra.r, ra.release, ra.frames, ra.check = nil, nil, nil, nil
 }
 
 // detach hands r and its release over to another reader (a pcap's chunks,

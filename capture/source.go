@@ -17,7 +17,6 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 )
 
 // Packet is one captured frame as read from a Source.
@@ -173,7 +172,7 @@ func NewSource(name string, r io.Reader) (*Source, error) {
 		s.ra = newReadAhead(zr, func() { zr.Close() })
 		s.codec, dec = "gzip", s.ra
 	case len(head) == 4 && binary.LittleEndian.Uint32(head) == magicZstd:
-		zr, err := newZstdStream(raw, zstd.WithDecoderConcurrency(zstdBlocks(runtime.GOMAXPROCS(0))), zstd.WithDecoderMaxWindow(zstdMaxWindow))
+		zr, err := newZstd(raw, zstdBlocks(runtime.GOMAXPROCS(0)))
 		if err != nil {
 			return nil, s.fail(0, codecError("zstd", err))
 		}

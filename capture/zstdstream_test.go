@@ -327,3 +327,36 @@ func FuzzZstdStream(f *testing.F) {
 		}
 	})
 }
+
+// TestZstdReaderKinds: a zstdStream with one block at once, the decoder
+// alone with more; a pcapng read ahead to its end lets go of its decoder,
+// the stream and the checks included (a merge closes its files only at
+// its end).
+func TestZstdReaderKinds(t *testing.T) {
+	for _, blocks := range []int{1, 4} {
+		z, err := newZstd(bufio.NewReader(bytes.NewReader(nil)), blocks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := z.(*zstdStream); ok != (blocks == 1) {
+			t.Errorf("%d blocks: %T", blocks, z)
+		}
+		z.Close()
+	}
+	ng, want := pcapngFile(t, testPackets(t))
+	src, err := NewSource("f", bytes.NewReader(zst(t, ng)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if !src.readAhead(nil, false) {
+		t.Fatal("not read ahead")
+	}
+	got, err := readAll(src)
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("%d packets, %v; want %d", len(got), err, len(want))
+	}
+	if ra := src.ra; ra.r != nil || ra.frames != nil || ra.check != nil {
+		t.Errorf("read to its end, the read-ahead still holds its decoder: r %T, frames %T, check %v", ra.r, ra.frames, ra.check != nil)
+	}
+}
