@@ -122,11 +122,10 @@ type pcapAhead struct {
 	// interleaved rounds, medians of the paired ratios), of the .gz from
 	// 2.88 s to 2.38 s.
 	whole bool
-	// frames, when set, gives the ends of the zstd frames read into each
-	// chunk, whose checksums check verifies on the parser's goroutine
+	// check, when rd is a zstd stream, checks its frames on the parser's
+	// goroutine, the ends of those in each chunk taken where rd is read
 	// (zstdstream.go).
-	frames frameDeferrer
-	check  *frameCheck
+	check *frameCheck
 }
 
 // aheadBuf is one chunk of a pcapAhead and the references to it: the
@@ -148,7 +147,7 @@ type aheadChunk struct {
 	c    *aheadBuf // its bytes are c.buf[pcapBufSize:pcapBufSize+n]
 	n    int
 	err  error
-	ends []frameEnd // the zstd frames that end in it (pcapAhead.frames)
+	ends []frameEnd // the zstd frames that end in it (pcapAhead.check)
 }
 
 // startAhead starts reading rd, at stream offset off, into at most n
@@ -156,14 +155,11 @@ type aheadChunk struct {
 // has none), the others made when needed; at most lead chunks ahead of
 // those taken (0: as far as the chunks go); release, if set, runs once rd
 // is read no more; whole: rd is a regular file's stream, each chunk handed
-// on full (pcapAhead.whole); frames, if set, is rd's zstd stream, whose
-// checks move to the parser's goroutine (pcapAhead.frames).
-func startAhead(rd io.Reader, release func(), pool *bufPool, off int64, n, lead int, whole bool, frames frameDeferrer) *pcapAhead {
-	a := &pcapAhead{rd: rd, release: release, pool: pool, whole: whole, frames: frames,
+// on full (pcapAhead.whole); check, if set, checks rd's zstd frames on
+// the parser's goroutine (pcapAhead.check).
+func startAhead(rd io.Reader, release func(), pool *bufPool, off int64, n, lead int, whole bool, check *frameCheck) *pcapAhead {
+	a := &pcapAhead{rd: rd, release: release, pool: pool, whole: whole, check: check,
 		full: make(chan aheadChunk, n), empty: make(chan *aheadBuf, n), done: make(chan struct{})}
-	if frames != nil {
-		a.check = frames.deferChecks()
-	}
 	if lead > 0 {
 		a.lead = make(chan struct{}, lead)
 	}
@@ -219,13 +215,9 @@ func (a *pcapAhead) run() {
 			return
 		}
 		n, err := readChunk(a.rd, c.buf[pcapBufSize:pcapBufSize+aheadChunkData], a.whole)
-		var ends []frameEnd
-		if a.frames != nil {
-			ends = a.frames.takeEnds()
-		}
 		c.refs.Store(1) // the parser's
 		select {
-		case a.full <- aheadChunk{c: c, n: n, err: err, ends: ends}:
+		case a.full <- aheadChunk{c: c, n: n, err: err, ends: a.check.ends()}:
 		case <-a.done:
 			return
 		}
@@ -281,11 +273,9 @@ func (a *pcapAhead) Close() {
 // then the error returned.
 func (b *pcapBuf) fillAhead() {
 	c, old := b.ahead.next()
-	if fc := b.ahead.check; fc != nil && fc.sum != nil {
-		n, err := fc.check(c.c.buf[pcapBufSize:pcapBufSize+c.n], c.ends)
-		if err != nil {
-			c.n, c.err = n, codecError("zstd", err)
-			fc.sum = nil // nothing is checked after the error
+	if fc := b.ahead.check; fc != nil {
+		if n, err := fc.check(c.c.buf[pcapBufSize:pcapBufSize+c.n], c.ends); err != nil {
+			c.n, c.err = n, codecError("zstd", err) // fill is not called after b.err
 		}
 	}
 	left := b.buf[b.r:b.w]

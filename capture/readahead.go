@@ -49,11 +49,10 @@ type readAhead struct {
 	// whole: r is a regular file's stream, each buffer handed on full;
 	// else a short read hands it on at once (readChunk).
 	whole bool
-	// frames, when r is a zstd stream, gives the ends of the frames read
-	// into each buffer, whose checksums check verifies in Read, on the
-	// reader's goroutine (zstdstream.go).
-	frames frameDeferrer
-	check  *frameCheck
+	// check, when r is a zstd stream, checks its frames in Read, on the
+	// reader's goroutine, the ends of those in each buffer taken where r
+	// is read (zstdstream.go).
+	check *frameCheck
 	// bad is a checksum that check found wrong, returned once the bytes
 	// before it are read; the goroutine may read on until Close.
 	bad error
@@ -62,7 +61,7 @@ type readAhead struct {
 type chunk struct {
 	b    []byte
 	err  error
-	ends []frameEnd // the zstd frames that end in it (readAhead.frames)
+	ends []frameEnd // the zstd frames that end in it (readAhead.check)
 }
 
 func newReadAhead(r io.Reader, release func()) *readAhead {
@@ -81,8 +80,8 @@ func (ra *readAhead) start(pool *bufPool, whole bool) {
 		return
 	}
 	ra.started, ra.pool, ra.whole = true, pool, whole
-	if fd, ok := ra.r.(frameDeferrer); ok {
-		ra.frames, ra.check = fd, fd.deferChecks()
+	if z, ok := ra.r.(*zstdStream); ok {
+		ra.check = z.deferChecks()
 	}
 	ra.full = make(chan chunk, readAheadBuffers)
 	ra.empty = make(chan []byte, readAheadBuffers)
@@ -185,12 +184,8 @@ func (ra *readAhead) fill() {
 			return
 		}
 		n, err := readChunk(ra.r, buf, ra.whole)
-		var ends []frameEnd
-		if ra.frames != nil {
-			ends = ra.frames.takeEnds()
-		}
 		select {
-		case ra.full <- chunk{b: buf[:n], err: err, ends: ends}:
+		case ra.full <- chunk{b: buf[:n], err: err, ends: ra.check.ends()}:
 		case <-ra.done:
 			return
 		}
@@ -224,10 +219,9 @@ func (ra *readAhead) Read(p []byte) (int, error) {
 			return 0, ra.err
 		}
 		c := <-ra.full // the goroutine sends until it has sent r's error
-		if ra.check != nil && ra.check.sum != nil {
+		if ra.check != nil {
 			if n, err := ra.check.check(c.b, c.ends); err != nil {
-				ra.cur, ra.buf, ra.bad = c.b[:n], c.b, err
-				ra.check.sum = nil // nothing is checked after the error
+				ra.cur, ra.buf, ra.bad = c.b[:n], c.b, err // no chunk is taken after bad
 				continue
 			}
 		}
@@ -250,7 +244,7 @@ func (ra *readAhead) drop() {
 		ra.pool.put(<-ra.empty)
 	}
 	ra.empty, ra.full, ra.cur, ra.buf = nil, nil, nil, nil
-	ra.r, ra.release, ra.frames, ra.check = nil, nil, nil, nil
+	ra.r, ra.release, ra.check = nil, nil, nil
 }
 
 // detach hands r and its release over to another reader (a pcap's chunks,

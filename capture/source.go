@@ -414,7 +414,7 @@ func (s *Source) pcapAhead(pool *bufPool) bool {
 		return false
 	}
 	var release func()
-	var frames frameDeferrer
+	var check *frameCheck
 	n, lead := aheadChunks, aheadLead
 	if s.ra != nil {
 		r, rel, ok := s.ra.detach()
@@ -422,10 +422,12 @@ func (s *Source) pcapAhead(pool *bufPool) bool {
 			return false
 		}
 		s.cnt.r, release = r, rel
-		frames, _ = r.(frameDeferrer)
+		if z, ok := r.(*zstdStream); ok {
+			check = z.deferChecks()
+		}
 		n, lead = aheadChunksCompressed, 0
 	}
-	b.ahead = startAhead(b.rd, release, pool.chunkPool(), b.off, n, lead, s.size >= 0, frames)
+	b.ahead = startAhead(b.rd, release, pool.chunkPool(), b.off, n, lead, s.size >= 0, check)
 	s.ahead.Store(b.ahead)
 	return true
 }

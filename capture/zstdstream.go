@@ -92,26 +92,23 @@ func (f *zstdFrames) next() (bool, error) {
 			continue
 		}
 		f.part, f.left, f.last = partHeader, h.HeaderSize, false
-		f.hasSum, f.nsum = h.HasCheckSum, 0
+		f.hasSum, f.nsum, f.sum = h.HasCheckSum, 0, [4]byte{}
 		return true, nil
 	}
 }
 
-// checksum returns the frame's checksum, if it has one, once passed.
-func (f *zstdFrames) checksum() (uint32, bool) {
-	if !f.hasSum || f.nsum < len(f.sum) {
-		return 0, false
-	}
-	return binary.LittleEndian.Uint32(f.sum[:]), true
+// end is where the frame that has passed ends, off bytes into the
+// decompressed stream, and the checksum its bytes must have, if any.
+func (f *zstdFrames) end(off int64) frameEnd {
+	return frameEnd{off: off, sum: binary.LittleEndian.Uint32(f.sum[:]), check: f.hasSum}
 }
 
 // advance moves to the part after the one passed.
 func (f *zstdFrames) advance() {
 	switch {
 	case f.part == partHeader || (f.part == partBlock && !f.last):
-		h, err := f.src.Peek(3)
-		if len(h) < 3 {
-			_ = err // cut short: the decoder says so
+		h, _ := f.src.Peek(3)
+		if len(h) < 3 { // cut short: the decoder says so
 			f.whole = true
 			return
 		}
@@ -168,18 +165,17 @@ type frameEnd struct {
 }
 
 // zstdStream decodes a zstd stream frame by frame, the decoder's own
-// checksum check off, and checks each frame's checksum itself: in Read,
-// or, once deferChecks is called, by the reader of its bytes, given the
-// frames' ends (takeEnds) and the hash so far (frameCheck).
+// checksum check off, and checks each frame's checksum with a frameCheck:
+// its own, in Read, until deferChecks hands that to the reader of its
+// bytes.
 type zstdStream struct {
 	frames  zstdFrames
 	dec     *zstd.Decoder
 	inFrame bool
-	out     int64 // decompressed bytes returned
-	// sum hashes the current frame's bytes in Read; nil once deferred.
-	sum  *xxhash.Digest
-	ends []frameEnd // the frames ended since takeEnds, once deferred
-	err  error
+	out     int64      // decompressed bytes returned
+	ends    []frameEnd // the frames ended since frameCheck.ends
+	own     *frameCheck
+	err     error
 }
 
 // zstdReader is a zstd decoder of a capture: a zstdStream, or the
@@ -209,7 +205,9 @@ func newZstdStream(src *bufio.Reader, opts ...zstd.DOption) (*zstdStream, error)
 	if err != nil {
 		return nil, err
 	}
-	return &zstdStream{frames: zstdFrames{src: src}, dec: dec, sum: xxhash.New()}, nil
+	z := &zstdStream{frames: zstdFrames{src: src}, dec: dec}
+	z.own = &frameCheck{z: z, sum: xxhash.New()}
+	return z, nil
 }
 
 func (z *zstdStream) Read(p []byte) (int, error) {
@@ -236,81 +234,58 @@ func (z *zstdStream) Read(p []byte) (int, error) {
 		}
 		n, err := z.dec.Read(p)
 		z.out += int64(n)
-		if z.sum != nil {
-			z.sum.Write(p[:n])
+		if err == io.EOF && !z.frames.whole {
+			z.inFrame, err = false, nil
+			z.ends = append(z.ends, z.frames.end(z.out))
 		}
-		switch {
-		case err == io.EOF && z.frames.whole:
-			z.err = io.EOF
-			return n, z.err
-		case err == io.EOF:
-			z.inFrame = false
-			if err := z.frameEnded(); err != nil {
-				z.err = err
-				return n, err
+		if z.own != nil {
+			if k, cerr := z.own.check(p[:n], z.own.ends()); cerr != nil {
+				z.err = cerr
+				return k, cerr
 			}
-			if n == 0 {
-				continue
-			}
-			return n, nil
-		case err != nil:
+		}
+		if err != nil {
 			z.err = err
+			return n, err
 		}
-		return n, err
+		if n > 0 || z.inFrame {
+			return n, nil
+		}
 	}
-}
-
-// frameEnded checks the frame just ended, or notes its end when the
-// checks are deferred.
-func (z *zstdStream) frameEnded() error {
-	sum, check := z.frames.checksum()
-	if z.frames.hasSum && !check {
-		return io.ErrUnexpectedEOF // the decoder read it: not reached
-	}
-	if z.sum == nil {
-		z.ends = append(z.ends, frameEnd{off: z.out, sum: sum, check: check})
-		return nil
-	}
-	got := uint32(z.sum.Sum64())
-	z.sum.Reset()
-	if check && got != sum {
-		return zstd.ErrCRCMismatch
-	}
-	return nil
 }
 
 // deferChecks hands the checks over to the reader of the stream's bytes
-// from now on: it gets the hash of the current frame so far, and each
-// frame's end by takeEnds, called where Read is.
+// from now on: the frameCheck, with the hash of the current frame so far,
+// whose ends (frameCheck.ends) are taken where Read is called.
 func (z *zstdStream) deferChecks() *frameCheck {
-	fc := &frameCheck{sum: z.sum, off: z.out}
-	z.sum = nil
+	fc := z.own
+	z.own = nil
 	return fc
-}
-
-// takeEnds returns the frames ended since the last call; the slice is the
-// caller's.
-func (z *zstdStream) takeEnds() []frameEnd {
-	e := z.ends
-	z.ends = nil
-	return e
 }
 
 // Close releases the decoder.
 func (z *zstdStream) Close() { z.dec.Close() }
 
-// frameDeferrer is a decompressed stream whose checks its reader can take
-// over (zstdStream).
-type frameDeferrer interface {
-	deferChecks() *frameCheck
-	takeEnds() []frameEnd
-}
-
-// frameCheck checks the frames of a zstdStream on the goroutine that reads
-// its bytes, in order.
+// frameCheck checks the frames of a zstdStream, in order, on the goroutine
+// that reads its bytes: the stream's own in Read, or a read-ahead's reader
+// (pcapahead.go, readahead.go), the ends of the frames in each chunk taken
+// where the stream is read (ends).
 type frameCheck struct {
+	z   *zstdStream
 	sum *xxhash.Digest // the current frame's bytes so far
 	off int64          // the stream offset hashed up to
+}
+
+// ends returns the frames that ended since the last call, the slice the
+// caller's; nil for a nil frameCheck (a stream that is not zstdStream's).
+// It is called where the stream is read.
+func (c *frameCheck) ends() []frameEnd {
+	if c == nil {
+		return nil
+	}
+	e := c.z.ends
+	c.z.ends = nil
+	return e
 }
 
 // errFrameCheck is an internal fault: bytes checked out of order.
