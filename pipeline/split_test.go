@@ -193,10 +193,7 @@ func TestDefaultSplitsPcapsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := os.Stat(pcap)
-	if err != nil {
-		t.Fatal(err)
-	}
+	size := int64(len(pcapBytes))
 	for _, tc := range []struct {
 		files    []string
 		splitMin int64
@@ -206,10 +203,10 @@ func TestDefaultSplitsPcapsOnly(t *testing.T) {
 		{[]string{pcap}, 0, 0, true},
 		{[]string{ng}, 0, 0, false},
 		{[]string{ng, pcap}, 0, 0, true},
-		{[]string{pcap}, st.Size(), 0, true},
-		{[]string{pcap}, st.Size() + 1, 0, false},
-		{[]string{pcap, pcap}, 2 * st.Size(), 0, true},
-		{[]string{pcap, "../testdata/missing.pcap"}, st.Size() + 1, 0, false},
+		{[]string{pcap}, size, 0, true},
+		{[]string{pcap}, size + 1, 0, false},
+		{[]string{pcap, pcap}, 2 * size, 0, true},
+		{[]string{pcap, "../testdata/missing.pcap"}, size + 1, 0, false},
 		{[]string{"-"}, 1 << 40, 0, true},
 		{[]string{"-", pcap}, 1 << 40, 0, true},
 		{[]string{"-"}, 1 << 40, 1<<40 - 1, false},
