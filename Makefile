@@ -18,6 +18,7 @@ BENCH_TSHARK_FLAG = $(if $(filter 0,$(BENCH_TSHARK)),-tshark=)
 FUZZ_TARGETS = \
 	./capture:FuzzSource \
 	./capture:FuzzPcapRecords \
+	./capture:FuzzPcapngInPlace \
 	./capture:FuzzZstdStream \
 	./capture:FuzzDecodeEthernet \
 	./capture:FuzzPacket \

@@ -1,6 +1,9 @@
 package capture
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"io"
+)
 
 // pcapng Decryption Secrets Blocks (block type 0x0000000A, pcapng spec
 // 4.7) carry the key log of the TLS connections a capture holds, as
@@ -31,7 +34,7 @@ const MaxSecretsBytes = 16 << 20
 // pcapgo: it passes every byte on unchanged and, in a pcapng stream, keeps
 // the TLS key logs of its Decryption Secrets Blocks.
 type secretsTap struct {
-	r      *countingReader
+	r      io.Reader
 	state  uint8 // tapUndecided, tapOff, tapOn, tapPcap
 	order  binary.ByteOrder
 	hdr    [12]byte // the block header being read (type, length, 4 more)

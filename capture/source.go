@@ -103,8 +103,9 @@ type Source struct {
 	cnt   *countingReader // the capture stream: decompressed, or in itself
 	tap   *secretsTap     // the key logs of pcapng Decryption Secrets Blocks
 	br    *bufio.Reader
-	pcap  *pcapgo.Reader // the file header of a pcap, whose records Source reads itself (pcap.go)
-	ng    *pcapgo.NgReader
+	pcap  *pcapgo.Reader   // the file header of a pcap, whose records Source reads itself (pcap.go)
+	ng    *pcapgo.NgReader // a pcapng's blocks but those parsed in place
+	ngb   *ngBlocks        // and how they read (pcapng.go)
 	link  layers.LinkType
 	rec   pcapRecords // how a pcap's records read
 	pb    pcapBuf     // and the buffer they are parsed in
@@ -179,10 +180,11 @@ func NewSource(name string, r io.Reader) (*Source, error) {
 		s.ra = newReadAhead(zr, zr.Close)
 		s.codec, dec = "zstd", s.ra
 	}
-	if s.codec == "" && len(head) == 4 && isPcapMagic(binary.LittleEndian.Uint32(head)) {
-		// A pcap not compressed is read straight from the input: no tap (a
-		// pcap has no secrets, and Source bounds its records itself) and no
-		// second buffer (open moves raw's bytes to the Source's pcapBuf).
+	if s.codec == "" && len(head) == 4 && (isPcapMagic(binary.LittleEndian.Uint32(head)) || binary.LittleEndian.Uint32(head) == magicPcapng) {
+		// A capture not compressed is read straight from the input, with
+		// no second buffer: open moves raw's bytes to the Source's pcapBuf.
+		// No tap either: a pcap has no secrets, and Source bounds its
+		// records itself; a pcapng's tap is made by openNg.
 		s.cnt, s.tap, s.br = s.in, &secretsTap{state: tapOff}, raw
 	} else {
 		s.cnt = &countingReader{r: dec, codec: s.codec}
@@ -221,11 +223,9 @@ func (s *Source) open() error {
 		s.pb = newPcapBuf(s.br, s.cnt, s.cnt.n.Load())
 		s.br = nil
 	case magicPcapng:
-		r, err := pcapgo.NewNgReader(s.br, pcapgo.NgReaderOptions{WantMixedLinkType: true})
-		if err != nil {
-			return s.fail(0, err)
+		if err := s.openNg(); err != nil {
+			return err
 		}
-		s.ng = r
 	default:
 		return &InputError{File: s.name, Err: fmt.Errorf("%w (starts with 0x%08x)", ErrNotCapture, binary.BigEndian.Uint32(magic)), header: true, codec: s.codec}
 	}
@@ -253,31 +253,7 @@ func (s *Source) next() error {
 	if s.pcap != nil {
 		return s.nextPcap()
 	}
-	data, ci, err := s.ng.ZeroCopyReadPacketData()
-	link := s.link
-	if err == nil {
-		iface, ierr := s.ng.Interface(ci.InterfaceIndex)
-		if ierr != nil {
-			err = ierr
-		}
-		link = iface.LinkType
-	}
-	if err != nil {
-		switch {
-		case err == io.EOF:
-			s.err = io.EOF
-		case s.tap.over.on && isOversized(err):
-			return s.skipOversized()
-		default:
-			s.err = s.fail(s.good, err)
-		}
-		return s.err
-	}
-	s.good = s.consumed()
-	ci.AncillaryData = nil
-	s.lastTS = ci.Timestamp
-	s.pkt = Packet{Data: data, CI: ci, LinkType: link}
-	return nil
+	return s.nextNg()
 }
 
 // skipOversized skips the pcapng packet block over the bound that the tap
@@ -378,33 +354,21 @@ func (s *Source) CaptureBytes() int64 {
 // input, a Source made with NewSource).
 func (s *Source) Size() int64 { return s.size }
 
-// Holdable reports whether the Source's packets can be held (Packet.Hold)
-// once a merge reads it ahead: a pcap's are parsed in place in the chunks
-// read ahead (when compressed, or with MergeOptions.ReadAheadPlain); a
-// pcapng's never are, and a run that hands them to another goroutine
-// copies them.
-func (s *Source) Holdable() bool { return s.pcap != nil }
-
 // readAhead starts reading (and decompressing) ahead of the packets read,
-// on another goroutine, with buffers from pool (given back there at the
-// end), and reports whether the Source does so, until it ends or closes:
-// a compressed pcap, and with plain one not compressed, into chunks parsed
-// in place (pcapahead.go); a compressed pcapng through readAhead's
-// buffers.
+// on another goroutine, into chunks from pool (given back there at the
+// end) where the packets are parsed in place (pcapahead.go), and reports
+// whether the Source does so, until it ends or closes: a compressed
+// capture, and with plain one not compressed.
 func (s *Source) readAhead(pool *bufPool, plain bool) bool {
-	if s.Holdable() && (plain || s.ra != nil) {
+	if plain || s.ra != nil {
 		return s.pcapAhead(pool)
 	}
-	if s.ra == nil {
-		return false
-	}
-	s.ra.start(pool, s.size >= 0)
-	return s.ra.active()
+	return false
 }
 
-// pcapAhead is readAhead for a pcap: its stream read into chunks from
-// pool.chunks (pcapahead.go); for a compressed one, the decompressor
-// itself read there, not through readAhead's buffers.
+// pcapAhead is readAhead: the stream read into chunks from pool.chunks
+// (pcapahead.go); for a compressed capture, the decompressor itself read
+// there.
 func (s *Source) pcapAhead(pool *bufPool) bool {
 	b := &s.pb
 	if b.ahead != nil {
@@ -439,10 +403,11 @@ func (s *Source) fail(off int64, err error) *InputError {
 // consumed is how many bytes of the (decompressed) capture stream the
 // capture parser has taken.
 func (s *Source) consumed() int64 {
-	if s.pcap != nil {
-		return s.pb.off - int64(s.pb.buffered())
+	n := s.pb.off - int64(s.pb.buffered())
+	if s.ngb != nil {
+		n -= int64(s.br.Buffered()) // taken by pcapgo's reader, not yet read
 	}
-	return s.cnt.n.Load() - int64(s.br.Buffered())
+	return n
 }
 
 // countingReader counts the bytes read through it and names the codec in

@@ -118,24 +118,22 @@ func (in Inputs) sources() (srcs []*capture.Source, skew []time.Duration, errs [
 }
 
 // splitPays reports whether splitting a run (single.go's split) gains on
-// srcs: some source's packets can be handed on in place (a pcap), and the
-// run reads at least min bytes: files of min bytes in all (as opened,
-// compressed or not), or an input of unknown size (standard input, a
-// pipe), unless maxBytes (Inputs.MaxBytes) is set below min.
+// srcs: the run reads at least min bytes: files of min bytes in all (as
+// opened, compressed or not), or an input of unknown size (standard input,
+// a pipe), unless maxBytes (Inputs.MaxBytes) is set below min.
 func splitPays(srcs []*capture.Source, maxBytes, min int64) bool {
 	if maxBytes > 0 && maxBytes < min {
 		return false
 	}
-	holdable, total := false, int64(0)
+	total := int64(0)
 	for _, s := range srcs {
-		holdable = holdable || s.Holdable()
 		if n := s.Size(); n < 0 {
 			total = min // of unknown size: counted as large
 		} else {
 			total += n
 		}
 	}
-	return holdable && total >= min
+	return total >= min
 }
 
 // eachPacket hands fn every packet of m in merged order, telling onRead

@@ -179,14 +179,13 @@ func TestSplitDrainCounts(t *testing.T) {
 	p.finish()
 }
 
-// TestDefaultSplitsPcapsOnly: with the default workers and two CPUs, a run
-// splits (decode and detect on a second goroutine) when an input is a
-// pcap, whose packets it hands on in place, and the input files hold at
-// least splitMin bytes, or standard input is one; on pcapngs only, whose
-// packets it would copy, or on less, the reader keeps the Decoder from the
-// start, nothing handed on. The findings are those of one goroutine either
-// way.
-func TestDefaultSplitsPcapsOnly(t *testing.T) {
+// TestDefaultSplits: with the default workers and two CPUs, a run splits
+// (decode and detect on a second goroutine) when the input files, pcap or
+// pcapng, whose packets it hands on in place, hold at least splitMin
+// bytes, or standard input is one; on less, the reader keeps the Decoder
+// from the start, nothing handed on. The findings are those of one
+// goroutine either way.
+func TestDefaultSplits(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	pcap, ng := "../testdata/kgo-v13-nonidempotent-timeout.pcap", "../testdata/kgo-tls13-nonidempotent-timeout.pcapng"
 	pcapBytes, err := os.ReadFile(pcap)
@@ -201,7 +200,8 @@ func TestDefaultSplitsPcapsOnly(t *testing.T) {
 		split    bool
 	}{
 		{[]string{pcap}, 0, 0, true},
-		{[]string{ng}, 0, 0, false},
+		{[]string{ng}, 0, 0, true},
+		{[]string{ng}, 1 << 40, 0, false},
 		{[]string{ng, pcap}, 0, 0, true},
 		{[]string{pcap}, size, 0, true},
 		{[]string{pcap}, size + 1, 0, false},
