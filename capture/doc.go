@@ -33,11 +33,12 @@
 //
 // [Packet].Data belongs to the Source and is valid until the next call to
 // Next (for a [Merged], until the next call to Merged.Next); Add does not
-// keep it (an Evidence copies it). A pcap's records are parsed in place in
-// the Source's buffer, no packet copied; a Merged reads a compressed pcap
-// (and with MergeOptions.ReadAheadPlain one not compressed) ahead on a
-// goroutine of its own, into chunks that become that buffer in turn, the
-// decompressor writing into them. A zstd capture is decoded frame by frame,
+// keep it (an Evidence copies it). A pcap's records and a pcapng's
+// Enhanced Packet Blocks are parsed in place in the Source's buffer, no
+// packet copied; a Merged reads a compressed capture (and with
+// MergeOptions.ReadAheadPlain one not compressed) ahead on a goroutine of
+// its own, into chunks that become that buffer in turn, the decompressor
+// writing into them. A zstd capture is decoded frame by frame,
 // and each frame's checksum checked by whoever reads its bytes: on the
 // parsing goroutine when it is read ahead, so that the decompressing one,
 // the slower, only decompresses (zstdstream.go). The data handed to [Stream.Data] belongs
@@ -68,10 +69,14 @@
 //   - source.go: Packet, Source, Open and NewSource; the format by magic bytes.
 //   - pcap.go: a pcap's records, parsed in place in the Source's buffer.
 //   - secrets.go: the TLS key logs of pcapng Decryption Secrets Blocks.
-//   - readahead.go: decompression on a goroutine of its own, ahead of Next.
-//   - pcapahead.go: a pcap's stream read into chunks on a goroutine of its
-//     own, its records parsed in place there; Hold, AheadHolds and
+//   - codec.go: a compressed capture's decompressor, read inline or handed
+//     to the goroutine that reads ahead.
+//   - pcapng.go: a pcapng's Enhanced Packet Blocks parsed in place, its
+//     other blocks read by pcapgo one at a time.
+//   - pcapahead.go: a capture's stream read into chunks on a goroutine of
+//     its own, its records parsed in place there; Hold, AheadHolds and
 //     AheadChunkBytes.
+//   - bufpool.go: the chunks of sources that ended, kept for the next.
 //   - errors.go: InputError, ErrNotCapture and ErrEmpty.
 //   - oversized.go: MaxPacketBytes; packets over it skipped unread.
 //   - merge.go: Merge, Merged, Layout, Span: several sources as one timeline.

@@ -94,16 +94,15 @@ type Merged struct {
 	// most maxReadAhead are at once.
 	ahead  []bool
 	aheadN int
-	bufs   bufPool // their buffers
+	bufs   bufPool // their chunks
 	// ended[i]: source i was ended early (EndSources); nil until one is.
 	ended []bool
 }
 
 // maxReadAhead is how many compressed sources a merge decompresses ahead at
 // once: those being read after priming, first come. With two cores, more
-// would not decompress faster, and each holds up to 3.75 MiB of buffers (a
-// pcap's 6 chunks of 640 KiB; a pcapng's 4 buffers of 512 KiB, 2 MiB);
-// rotated files are read one after the other, so one at a time is the
+// would not decompress faster, and each holds up to 3.75 MiB of chunks (6
+// of 640 KiB); rotated files are read one after the other, so one at a time is the
 // usual.
 const maxReadAhead = 2
 
@@ -113,7 +112,7 @@ const maxReadAhead = 2
 // all are then open together, so a rotated set of many files holds one file
 // descriptor and read buffer per file. A compressed source read past its
 // first packet is decompressed ahead on a goroutine of its own, at most
-// maxReadAhead at once, with buffers a source read to its end hands on to
+// maxReadAhead at once, with chunks a source read to its end hands on to
 // the next.
 func Merge(srcs []*Source, opts MergeOptions) *Merged {
 	m := &Merged{

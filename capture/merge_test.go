@@ -246,9 +246,6 @@ func testMerge(t *testing.T, codec string, files []mergeTestFile, skew []time.Du
 		t.Errorf("layout %v, want %v", l, layout)
 	}
 	for i, s := range srcs {
-		if s.ra != nil && (s.ra.active() || s.ra.empty != nil) {
-			t.Errorf("source %d read to its end still reads ahead or holds buffers", i)
-		}
 		if a := s.pb.ahead; a != nil && a.ended && (len(a.empty) > 0 || a.cur != nil) {
 			t.Errorf("source %d read to its end still holds chunks", i)
 		}
@@ -418,7 +415,7 @@ func testMergeReadsAhead(t *testing.T, files [][]mpkt, wantAhead, wantSets int) 
 			mostAhead = max(mostAhead, m.aheadN)
 			p, err := m.Next()
 			if err == io.EOF {
-				bufs = len(m.bufs.chunkPool().free) // every source ended: all given back
+				bufs = len(m.bufs.free) // every source ended: all given back
 				return labels, mostAhead
 			}
 			if err != nil {

@@ -141,7 +141,7 @@ func (s *Source) nextPcap() error {
 // endPcap ends a pcap cleanly.
 func (s *Source) endPcap() error {
 	s.err = io.EOF
-	s.pb.release()
+	s.release()
 	return s.err
 }
 
@@ -152,7 +152,7 @@ func (s *Source) failRecord(err error) error {
 		err = io.ErrUnexpectedEOF
 	}
 	s.err = s.fail(s.good, err)
-	s.pb.release()
+	s.release()
 	return s.err
 }
 
@@ -189,7 +189,7 @@ func (s *Source) skipPcapRecord(sec, frac uint32, capLen int) error {
 			err = io.ErrUnexpectedEOF
 		}
 		s.err = s.fail(s.good, fmt.Errorf("capture: a packet of %d bytes (over the %d-byte bound, skipped) is cut short: %w", capLen, MaxPacketBytes, err))
-		s.pb.release()
+		s.release()
 		return s.err
 	}
 	s.good = s.consumed()
@@ -301,6 +301,16 @@ func (b *pcapBuf) Read(p []byte) (int, error) {
 		return 0, b.err
 	}
 	return n, nil
+}
+
+// release lets the Source's buffer go at the end of the stream, and with
+// it, once read ahead to its end, the decompressor: a merge closes its
+// files only at its end, and a zstd decoder keeps its window.
+func (s *Source) release() {
+	s.pb.release()
+	if a := s.pb.ahead; a != nil && a.ended {
+		s.cnt.r = nil // the goroutine read it last before it sent the end
+	}
 }
 
 // release lets the buffer go at the end of the stream.

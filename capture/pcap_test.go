@@ -144,7 +144,7 @@ func pcapCorpus(tb testing.TB) [][]byte {
 // the same packets, timestamps and lengths, and at every cut and every bad
 // record length the same error at the same offset (or the same clean end).
 func TestPcapRecordsAsPcapgo(t *testing.T) {
-	pool := &bufPool{size: aheadChunkSize}
+	pool := &bufPool{}
 	for ci, file := range pcapCorpus(t) {
 		if d := diffPcap(file); d != "" {
 			t.Fatalf("file %d whole: %s", ci, d)
@@ -250,7 +250,7 @@ func TestPcapAheadChunks(t *testing.T) {
 			b = append(b, byte(i+j))
 		}
 	}
-	pool := &bufPool{size: aheadChunkSize}
+	pool := &bufPool{}
 	// Short reads (a pipe) hand chunks on as they come.
 	want, _ := sourceRead(b)
 	s, err := NewSource("f", iotest.HalfReader(bytes.NewReader(b)))

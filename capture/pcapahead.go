@@ -5,10 +5,10 @@ import (
 	"sync/atomic"
 )
 
-// A pcap's stream (the file, or its decompressor's output) is read on a
+// A capture's stream (the file, or its decompressor's output) is read on a
 // goroutine of its own once the merge reads it ahead (Source.readAhead):
-// into chunks, each handed whole to the pcap's buffer (pcapBuf), whose
-// records are parsed in place there as before. The reading (the kernel's
+// into chunks, each handed whole to the Source's buffer (pcapBuf), whose
+// records (a pcapng's blocks) are parsed in place there as before. The reading (the kernel's
 // copy from the page cache, or the decompression) then runs on the other
 // core while this one reassembles and decodes, and a decompressor writes
 // into the chunks themselves: no copy between it and the parser. A chunk
@@ -254,6 +254,9 @@ func (a *pcapAhead) drop() {
 	for len(a.empty) > 0 {
 		a.pool.put((<-a.empty).buf)
 	}
+	// The goroutine read rd last before it sent the error, and took its
+	// release when it started: let the decompressor go.
+	a.rd, a.check, a.release = nil, nil, nil
 }
 
 // Close stops the reading without waiting for it (the goroutine may be
@@ -301,7 +304,8 @@ type Hold struct{ c *aheadBuf }
 // Hold keeps p.Data valid past the next call to Next, until the Hold is
 // released, and reports whether it can: only the Data of a packet parsed
 // in place in a chunk read ahead can be kept (MergeOptions.ReadAheadPlain,
-// or a compressed pcap); copy the others. A Hold covers every packet of
+// or a compressed capture); copy the others (a pcapng block that pcapgo
+// read, a packet larger than the Source's buffer). A Hold covers every packet of
 // its chunk: one taken per chunk is enough.
 func (p Packet) Hold() (Hold, bool) {
 	if p.chunk == nil {
@@ -319,4 +323,31 @@ func (h Hold) Release() {
 	if h.c != nil {
 		h.c.unref()
 	}
+}
+
+// readChunk reads r into buf until buf is full or r returns an error; a
+// read shorter than asked ends it at once (a pipe: bytes that come slowly
+// are parsed as they come) unless whole (a regular file's stream, whose
+// reads come short only where a decompressor returns what it has). A
+// hundred reads in a row that return nothing and no error end it with
+// io.ErrNoProgress.
+func readChunk(r io.Reader, buf []byte, whole bool) (int, error) {
+	n, idle := 0, 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		switch {
+		case err != nil:
+			return n, err
+		case m == 0:
+			if idle++; idle >= 100 {
+				return n, io.ErrNoProgress
+			}
+		case !whole && n < len(buf):
+			return n, nil // short: hand on what came
+		default:
+			idle = 0
+		}
+	}
+	return n, nil
 }

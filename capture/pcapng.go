@@ -217,7 +217,7 @@ func (s *Source) nextNg() error {
 		if err != nil {
 			if g.feed.over && err != io.EOF {
 				s.err = s.fail(start, s.overrun(typ, length))
-				s.pb.release()
+				s.release()
 			}
 			return s.err
 		}
@@ -256,7 +256,7 @@ func (s *Source) readNg() (bool, error) {
 			return true, s.skipOversized()
 		default:
 			s.err = s.fail(s.good, err)
-			s.pb.release()
+			s.release()
 		}
 		return false, s.err
 	}
@@ -270,7 +270,7 @@ func (s *Source) readNg() (bool, error) {
 // endNg ends a pcapng cleanly.
 func (s *Source) endNg() error {
 	s.err = io.EOF
-	s.pb.release()
+	s.release()
 	return s.err
 }
 

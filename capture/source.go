@@ -60,8 +60,7 @@ const zstdMaxWindow = 1 << 27
 
 // zstdBlocks is how many blocks of a zstd stream are decoded at once when
 // the run has procs CPUs (GOMAXPROCS). One block is decoded synchronously
-// on the goroutine that reads the capture ahead (pcapahead.go for a pcap,
-// readahead.go for a pcapng): one core
+// on the goroutine that reads the capture ahead (pcapahead.go): one core
 // decompresses into the chunks, the other parses, reassembles and decodes,
 // which is the split the run wants. More than one starts the decoder's own
 // pipeline (three goroutines: blocks and literals, sequences, execution),
@@ -95,23 +94,23 @@ const zstdParallelProcs = 4
 //
 // A Source is not safe for concurrent use.
 type Source struct {
-	name  string
-	file  io.Closer  // closed by Close when the Source opened it
-	ra    *readAhead // the decompressor's output, when compressed
-	codec string
-	in    *countingReader // the input as given, compressed or not
-	cnt   *countingReader // the capture stream: decompressed, or in itself
-	tap   *secretsTap     // the key logs of pcapng Decryption Secrets Blocks
-	br    *bufio.Reader
-	pcap  *pcapgo.Reader   // the file header of a pcap, whose records Source reads itself (pcap.go)
-	ng    *pcapgo.NgReader // a pcapng's blocks but those parsed in place
-	ngb   *ngBlocks        // and how they read (pcapng.go)
-	link  layers.LinkType
-	rec   pcapRecords // how a pcap's records read
-	pb    pcapBuf     // and the buffer they are parsed in
-	pkt   Packet      // the packet next read
-	good  int64       // stream offset after the last whole packet
-	err   error       // sticky: returned by every Next after the first error
+	name   string
+	file   io.Closer    // closed by Close when the Source opened it
+	decomp *codecReader // the decompressor, when compressed
+	codec  string
+	in     *countingReader // the input as given, compressed or not
+	cnt    *countingReader // the capture stream: decompressed, or in itself
+	tap    *secretsTap     // the key logs of pcapng Decryption Secrets Blocks
+	br     *bufio.Reader
+	pcap   *pcapgo.Reader   // the file header of a pcap, whose records Source reads itself (pcap.go)
+	ng     *pcapgo.NgReader // a pcapng's blocks but those parsed in place
+	ngb    *ngBlocks        // and how they read (pcapng.go)
+	link   layers.LinkType
+	rec    pcapRecords // how a pcap's records read
+	pb     pcapBuf     // and the buffer they are parsed in
+	pkt    Packet      // the packet next read
+	good   int64       // stream offset after the last whole packet
+	err    error       // sticky: returned by every Next after the first error
 	// lastTS is the timestamp of the last packet returned (for a packet
 	// skipped over MaxPacketBytes with none of its own).
 	lastTS time.Time
@@ -170,15 +169,15 @@ func NewSource(name string, r io.Reader) (*Source, error) {
 		if err != nil {
 			return nil, s.fail(0, codecError("gzip", err))
 		}
-		s.ra = newReadAhead(zr, func() { zr.Close() })
-		s.codec, dec = "gzip", s.ra
+		s.decomp = newCodecReader(zr, func() { zr.Close() })
+		s.codec, dec = "gzip", s.decomp
 	case len(head) == 4 && binary.LittleEndian.Uint32(head) == magicZstd:
 		zr, err := newZstd(raw, zstdBlocks(runtime.GOMAXPROCS(0)))
 		if err != nil {
 			return nil, s.fail(0, codecError("zstd", err))
 		}
-		s.ra = newReadAhead(zr, zr.Close)
-		s.codec, dec = "zstd", s.ra
+		s.decomp = newCodecReader(zr, zr.Close)
+		s.codec, dec = "zstd", s.decomp
 	}
 	if s.codec == "" && len(head) == 4 && (isPcapMagic(binary.LittleEndian.Uint32(head)) || binary.LittleEndian.Uint32(head) == magicPcapng) {
 		// A capture not compressed is read straight from the input, with
@@ -310,8 +309,8 @@ func (s *Source) Close() error {
 	if s.pb.ahead != nil {
 		s.pb.ahead.Close() // releases the decompressor, when it read it
 	}
-	if s.ra != nil {
-		s.ra.Close() // releases the decompressor; a second Close does nothing
+	if s.decomp != nil {
+		s.decomp.Close() // releases the decompressor unless read ahead; a second Close does nothing
 	}
 	if s.file != nil {
 		f := s.file
@@ -325,11 +324,10 @@ func (s *Source) Close() error {
 
 // InputBytes is how many bytes of the input as given (the file, still
 // compressed if it is) the Source has read so far, for progress against the
-// file's size. It runs up to two read buffers (128 KiB; for a pcap, 64 KiB
-// and its 128 KiB, or its chunk of 512 KiB once read ahead) ahead of the
-// packets returned, and a compressed file read ahead the compressed bytes
-// of 2 MiB (a pcap: 3 MiB) more; it is not an offset for errors:
-// InputError.Offset is.
+// file's size. It runs up to two read buffers (64 KiB and the Source's
+// 128 KiB, or its chunk of 512 KiB once read ahead) ahead of the packets
+// returned, and a compressed file read ahead the compressed bytes of 3
+// MiB more; it is not an offset for errors: InputError.Offset is.
 func (s *Source) InputBytes() int64 {
 	if a := s.ahead.Load(); a != nil && s.codec == "" {
 		return a.handed.Load()
@@ -358,30 +356,21 @@ func (s *Source) Size() int64 { return s.size }
 // on another goroutine, into chunks from pool (given back there at the
 // end) where the packets are parsed in place (pcapahead.go), and reports
 // whether the Source does so, until it ends or closes: a compressed
-// capture, and with plain one not compressed.
+// capture, the decompressor itself reading into the chunks, and with plain
+// one not compressed.
 func (s *Source) readAhead(pool *bufPool, plain bool) bool {
-	if plain || s.ra != nil {
-		return s.pcapAhead(pool)
-	}
-	return false
-}
-
-// pcapAhead is readAhead: the stream read into chunks from pool.chunks
-// (pcapahead.go); for a compressed capture, the decompressor itself read
-// there.
-func (s *Source) pcapAhead(pool *bufPool) bool {
 	b := &s.pb
 	if b.ahead != nil {
 		return !b.ahead.ended && !b.ahead.closed
 	}
-	if b.err != nil || b.buf == nil || s.err != nil {
+	if !plain && s.decomp == nil || b.err != nil || b.buf == nil || s.err != nil {
 		return false
 	}
 	var release func()
 	var check *frameCheck
 	n, lead := aheadChunks, aheadLead
-	if s.ra != nil {
-		r, rel, ok := s.ra.detach()
+	if s.decomp != nil {
+		r, rel, ok := s.decomp.detach()
 		if !ok {
 			return false
 		}
@@ -391,7 +380,7 @@ func (s *Source) pcapAhead(pool *bufPool) bool {
 		}
 		n, lead = aheadChunksCompressed, 0
 	}
-	b.ahead = startAhead(b.rd, release, pool.chunkPool(), b.off, n, lead, s.size >= 0, check)
+	b.ahead = startAhead(b.rd, release, pool, b.off, n, lead, s.size >= 0, check)
 	s.ahead.Store(b.ahead)
 	return true
 }

@@ -16,7 +16,7 @@ import (
 // (zstdFrames), so that its content checksum, the low 32 bits of the
 // XXH64 of its decompressed bytes, can be checked by the reader of those
 // bytes rather than by the decoder: on the parser's goroutine when the
-// capture is read ahead (pcapahead.go, readahead.go), which has time to
+// capture is read ahead (pcapahead.go), which has time to
 // spare while the other one decompresses, the run's slowest part on two
 // cores. The decoder itself runs with its check off (zstd.IgnoreChecksum);
 // a capture whose frames the walk cannot follow is decoded, and checked,
@@ -267,8 +267,8 @@ func (z *zstdStream) deferChecks() *frameCheck {
 func (z *zstdStream) Close() { z.dec.Close() }
 
 // frameCheck checks the frames of a zstdStream, in order, on the goroutine
-// that reads its bytes: the stream's own in Read, or a read-ahead's reader
-// (pcapahead.go, readahead.go), the ends of the frames in each chunk taken
+// that reads its bytes: the stream's own in Read, or the parser of the
+// chunks read ahead (pcapahead.go), the ends of the frames in each chunk taken
 // where the stream is read (ends).
 type frameCheck struct {
 	z   *zstdStream

@@ -356,7 +356,8 @@ func TestZstdReaderKinds(t *testing.T) {
 	if err != nil || len(got) != len(want) {
 		t.Fatalf("%d packets, %v; want %d", len(got), err, len(want))
 	}
-	if ra := src.ra; ra.r != nil || ra.check != nil {
-		t.Errorf("read to its end, the read-ahead still holds its decoder: r %T, check %v", ra.r, ra.check != nil)
+	if a := src.pb.ahead; a.rd != nil || a.check != nil || a.release != nil || src.cnt.r != nil {
+		t.Errorf("read to its end, the source still holds its decoder: rd %T, check %v, release %v, counted %T",
+			a.rd, a.check != nil, a.release != nil, src.cnt.r)
 	}
 }
