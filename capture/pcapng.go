@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 )
@@ -134,8 +135,8 @@ func (f *ngFeed) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// openNg reads a pcapng's section header (through pcapgo), its first bytes
-// in br, the stream read through rd from offset off.
+// openNg reads a pcapng's section header through pcapgo, the bytes read so
+// far in s.br, the rest from s.cnt.
 func (s *Source) openNg() error {
 	s.pb = newPcapBuf(s.br, s.cnt, s.cnt.n.Load())
 	s.ngb = &ngBlocks{}
@@ -151,7 +152,7 @@ func (s *Source) openNg() error {
 	r, err := pcapgo.NewNgReader(s.br, pcapgo.NgReaderOptions{WantMixedLinkType: true})
 	if err != nil {
 		if g.feed.over && !g.feed.whole {
-			err = s.overrun(typ, length)
+			err = s.overrun(typ, length, 0)
 		}
 		return s.fail(0, err)
 	}
@@ -216,7 +217,7 @@ func (s *Source) nextNg() error {
 		}
 		if err != nil {
 			if g.feed.over && err != io.EOF {
-				s.err = s.fail(start, s.overrun(typ, length))
+				s.err = s.fail(s.good, s.overrun(typ, length, start))
 				s.release()
 			}
 			return s.err
@@ -227,9 +228,10 @@ func (s *Source) nextNg() error {
 	return err
 }
 
-// overrun is errBlockOverrun for a block of type typ and length bytes.
-func (s *Source) overrun(typ, length uint32) error {
-	return fmt.Errorf("%w: a block of type 0x%x and %d bytes holds more than that", errBlockOverrun, typ, length)
+// overrun is errBlockOverrun for a block of type typ and length bytes at
+// stream offset at.
+func (s *Source) overrun(typ, length uint32, at int64) error {
+	return fmt.Errorf("%w: the block at byte %d, of type 0x%x and %d bytes, holds more than that", errBlockOverrun, at, typ, length)
 }
 
 // readNg reads the next packet through pcapgo into s.pkt, and reports
@@ -265,6 +267,28 @@ func (s *Source) readNg() (bool, error) {
 	s.lastTS = ci.Timestamp
 	s.pkt = Packet{Data: data, CI: ci, LinkType: link}
 	return true, nil
+}
+
+// skipOversized skips the pcapng packet block over the bound that the tap
+// stopped the stream at (oversized.go) and reads it as a packet with no
+// Data, CI.Length its block's bytes, and the previous packet's timestamp.
+func (s *Source) skipOversized() error {
+	o := s.tap.over
+	// What pcapgo left buffered is of the packet: the tap stopped the
+	// stream within it.
+	if _, err := s.br.Discard(s.br.Buffered()); err != nil {
+		s.err = s.fail(s.good, err)
+		s.release()
+		return s.err
+	}
+	if err := s.tap.skip(); err != nil {
+		s.err = s.fail(s.good, fmt.Errorf("capture: a packet of %d bytes (over the %d-byte bound, skipped) is cut short: %w", o.n, MaxPacketBytes, err))
+		s.release()
+		return s.err
+	}
+	s.good = s.consumed()
+	s.pkt = Packet{CI: gopacket.CaptureInfo{Timestamp: s.lastTS, Length: int(o.n)}, LinkType: s.link}
+	return nil
 }
 
 // endNg ends a pcapng cleanly.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
@@ -122,13 +123,17 @@ func samePcapgo(t *testing.T, got, want []Packet) {
 		t.Fatalf("%d packets, pcapgo read %d", len(got), len(want))
 	}
 	for i, w := range want {
-		g := got[i]
-		if !bytes.Equal(g.Data, w.Data) || g.LinkType != w.LinkType || !g.CI.Timestamp.Equal(w.CI.Timestamp) ||
-			g.CI.Timestamp.Location() != w.CI.Timestamp.Location() || g.CI.CaptureLength != w.CI.CaptureLength ||
-			g.CI.Length != w.CI.Length || g.CI.InterfaceIndex != w.CI.InterfaceIndex {
+		if g := got[i]; !samePacket(g, w) {
 			t.Fatalf("packet %d:\n got %v %+v %x\nwant %v %+v %x", i, g.LinkType, g.CI, g.Data, w.LinkType, w.CI, w.Data)
 		}
 	}
+}
+
+// samePacket reports whether g is w: data, link type and capture info.
+func samePacket(g, w Packet) bool {
+	return bytes.Equal(g.Data, w.Data) && g.LinkType == w.LinkType && g.CI.Timestamp.Equal(w.CI.Timestamp) &&
+		g.CI.Timestamp.Location() == w.CI.Timestamp.Location() && g.CI.CaptureLength == w.CI.CaptureLength &&
+		g.CI.Length == w.CI.Length && g.CI.InterfaceIndex == w.CI.InterfaceIndex
 }
 
 // ngCases are pcapngs of every block kind and the malformed blocks Source
@@ -200,6 +205,7 @@ func ngCases() []struct {
 	oddLength.block(0x00000BAD, []byte("abcdef"), 18)
 	oddLength.epb(0, 3, payload(10, 3), 10)
 	idbOverrun := w(le).shb().idb(layers.LinkTypeEthernet, 0).epb(0, 1, payload(10, 1), 10)
+	idbOverrun.block(0x00000BAD, []byte("custom"), 0) // the error is at the packet's end, not the block's start
 	idbOverrun.block(1, []byte{1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 40, 0}, 0)
 	idbOverrun.epb(0, 3, payload(10, 3), 10)
 	truncated := append([]byte(nil), basic.b[:len(basic.b)-9]...)
@@ -246,15 +252,17 @@ func TestPcapngInPlace(t *testing.T) {
 	}
 	for _, tc := range ngCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, file := range [][]byte{tc.file, append(bytes.Clone(lead.b), tc.file...)} {
-				testPcapngInPlace(t, dir, file, tc.overrun)
+			for _, prefix := range [][]byte{nil, lead.b} {
+				testPcapngInPlace(t, dir, append(bytes.Clone(prefix), tc.file...), tc.overrun, int64(len(prefix)))
 			}
 		})
 	}
 }
 
-// testPcapngInPlace reads file as TestPcapngInPlace says.
-func testPcapngInPlace(t *testing.T, dir string, file []byte, overrun bool) {
+// testPcapngInPlace reads file as TestPcapngInPlace says; an overrun's
+// error is at the end of the last packet before it, the case's third
+// block, prefix bytes into the file.
+func testPcapngInPlace(t *testing.T, dir string, file []byte, overrun bool, prefix int64) {
 	t.Helper()
 	want, wantErr := pcapgoPackets(file)
 	path := filepath.Join(dir, "f.pcapng")
@@ -264,8 +272,12 @@ func testPcapngInPlace(t *testing.T, dir string, file []byte, overrun bool) {
 	for _, ahead := range []bool{false, true} {
 		got, held, err := readPcapng(t, path, ahead)
 		if overrun {
-			if !errors.Is(err, errBlockOverrun) {
+			var ie *InputError
+			if !errors.Is(err, errBlockOverrun) || !errors.As(err, &ie) {
 				t.Fatalf("ahead %v: error %v, want %v", ahead, err, errBlockOverrun)
+			}
+			if ie.Offset != prefix+28+20+44 {
+				t.Errorf("ahead %v: error at byte %d, want %d: %v", ahead, ie.Offset, prefix+28+20+44, err)
 			}
 			if len(got) > len(want) {
 				t.Fatalf("ahead %v: %d packets, pcapgo %d", ahead, len(got), len(want))
@@ -322,7 +334,8 @@ func sameEnd(t *testing.T, err, pcapgoErr error) {
 
 // FuzzPcapngInPlace: whatever the bytes, a pcapng read by Source gives
 // pcapgo's packets and pcapgo's end, or, where pcapgo read past a block's
-// length, the packets before that block and errBlockOverrun.
+// length, the packets before that block and errBlockOverrun; read as it
+// comes and a byte at a time.
 func FuzzPcapngInPlace(f *testing.F) {
 	for _, tc := range ngCases() {
 		f.Add(tc.file)
@@ -334,31 +347,66 @@ func FuzzPcapngInPlace(f *testing.F) {
 			return
 		}
 		want, wantErr := pcapgoPackets(file)
-		s, err := NewSource("fuzz", bytes.NewReader(file))
-		var got []Packet
-		if err == nil {
-			got, err = readAll(s)
-			if err == nil {
-				err = io.EOF
-			}
-			s.Close()
-		}
-		// A packet block over MaxPacketBytes is skipped unread (pcapgo reads
-		// it): only the packets before it compare.
-		for i, p := range got {
-			if p.Data == nil && p.CI.Length > MaxPacketBytes {
-				got, err = got[:i], errBlockOverrun
+		for _, r := range []io.Reader{bytes.NewReader(file), iotest.OneByteReader(bytes.NewReader(file))} {
+			got, err := readSource(r)
+			// A packet block over MaxPacketBytes is skipped unread (pcapgo
+			// reads it): only the packets before it compare.
+			for i, p := range got {
+				if i < len(want) && samePacket(p, want[i]) {
+					continue
+				}
+				if p.Data == nil && p.CI.CaptureLength == 0 && p.CI.Length > MaxPacketBytes {
+					got, err = got[:i], errBlockOverrun
+				}
 				break
 			}
-		}
-		if errors.Is(err, errBlockOverrun) || strings.Contains(err.Error(), "bound, skipped") {
-			if len(got) > len(want) {
-				t.Fatalf("%d packets before the overrun, pcapgo read %d", len(got), len(want))
+			if errors.Is(err, errBlockOverrun) || strings.Contains(err.Error(), "bound, skipped") {
+				if len(got) > len(want) {
+					t.Fatalf("%d packets before the overrun, pcapgo read %d", len(got), len(want))
+				}
+				samePcapgo(t, got, want[:len(got)])
+				continue
 			}
-			samePcapgo(t, got, want[:len(got)])
-			return
+			samePcapgo(t, got, want)
+			sameEnd(t, err, wantErr)
 		}
-		samePcapgo(t, got, want)
-		sameEnd(t, err, wantErr)
 	})
+}
+
+// readSource reads a capture from r to its end: the packets and the error
+// that ended it (io.EOF at the clean end).
+func readSource(r io.Reader) ([]Packet, error) {
+	s, err := NewSource("fuzz", r)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	got, err := readAll(s)
+	if err == nil {
+		err = io.EOF
+	}
+	return got, err
+}
+
+// TestPcapngOversizedCut: a packet block over the bound cut short by the
+// end of the input ends the Source with an error after the packets before
+// it, and lets its buffer go.
+func TestPcapngOversizedCut(t *testing.T) {
+	w := &ngWriter{order: binary.LittleEndian}
+	w.shb().idb(layers.LinkTypeEthernet, 0).epb(0, 1, payload(10, 1), 10)
+	w.b = binary.LittleEndian.AppendUint32(w.b, blockEPB)
+	w.b = binary.LittleEndian.AppendUint32(w.b, MaxPacketBytes+ngBlockSlack+64)
+	w.b = append(w.b, make([]byte, 1000)...)
+	s, err := NewSource("f", bytes.NewReader(w.b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := readAll(s)
+	if len(got) != 1 || err == nil || !strings.Contains(err.Error(), "bound, skipped) is cut short") {
+		t.Fatalf("%d packets, %v", len(got), err)
+	}
+	if s.pb.buf != nil {
+		t.Error("the buffer is still held after the error")
+	}
 }

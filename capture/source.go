@@ -255,26 +255,6 @@ func (s *Source) next() error {
 	return s.nextNg()
 }
 
-// skipOversized skips the pcapng packet block over the bound that the tap
-// stopped the stream at (oversized.go) and reads it as a packet with no
-// Data, CI.Length its block's bytes, and the previous packet's timestamp.
-func (s *Source) skipOversized() error {
-	o := s.tap.over
-	// What pcapgo left buffered is of the packet: the tap stopped the
-	// stream within it.
-	if _, err := s.br.Discard(s.br.Buffered()); err != nil {
-		s.err = s.fail(s.good, err)
-		return s.err
-	}
-	if err := s.tap.skip(); err != nil {
-		s.err = s.fail(s.good, fmt.Errorf("capture: a packet of %d bytes (over the %d-byte bound, skipped) is cut short: %w", o.n, MaxPacketBytes, err))
-		return s.err
-	}
-	s.good = s.consumed()
-	s.pkt = Packet{CI: gopacket.CaptureInfo{Timestamp: s.lastTS, Length: int(o.n)}, LinkType: s.link}
-	return nil
-}
-
 // Secrets returns the TLS key logs (NSS key log text) of the pcapng
 // Decryption Secrets Blocks read so far, in file order; SecretsDropped
 // counts the blocks dropped beyond MaxSecretsBytes. The slices are the

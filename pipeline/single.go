@@ -296,12 +296,12 @@ func (sp *split) inPlace(data []byte) bool {
 	if sp.cur.hold.Holds(*p) {
 		return true
 	}
+	h, ok := p.Hold() // on the chunk being parsed: no more chunks held
+	if !ok {
+		return false // copied: the batch goes on
+	}
 	if sp.cur.hold != (capture.Hold{}) {
 		sp.send()
-	}
-	h, ok := p.Hold()
-	if !ok {
-		return false
 	}
 	sp.cur.hold = h
 	return true
