@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/kdupcap/kdupcap/internal/testenv"
 )
 
 // ngWriter writes pcapng blocks by hand, well formed or not, in one byte
@@ -408,5 +411,62 @@ func TestPcapngOversizedCut(t *testing.T) {
 	}
 	if s.pb.buf != nil {
 		t.Error("the buffer is still held after the error")
+	}
+}
+
+// TestPcapngWiresharkTools: pcapngs as Wireshark's editcap and mergecap
+// write them (section and interface options, packet comments, snap-length
+// cuts, injected secrets, several interfaces of different link types, many
+// sections end to end) read in place as pcapgo reads them, from a file and
+// read ahead; read ahead, the packets of a large one held in place.
+func TestPcapngWiresharkTools(t *testing.T) {
+	editcap := testenv.Tool(t, "editcap")
+	mergecap := testenv.Tool(t, "mergecap")
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys.txt")
+	if err := os.WriteFile(keys, []byte(testKeyLog), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(name string, args ...string) {
+		t.Helper()
+		if b, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v: %s", name, args, err, b)
+		}
+	}
+	lo, sll2 := "testdata/lo-ethernet.pcap", "testdata/any-sll2.pcap"
+	out := func(name string) string { return filepath.Join(dir, name) }
+	run(editcap, "-F", "pcapng", lo, out("plain.pcapng"))
+	run(editcap, "-F", "pcapng", "-a", "1:first packet", "-a", "3:a comment of some length, padded", lo, out("comments.pcapng"))
+	run(editcap, "-F", "pcapng", "-s", "70", lo, out("snaplen.pcapng"))
+	run(editcap, "--inject-secrets", "tls,"+keys, sll2, out("secrets.pcapng"))
+	run(mergecap, "-F", "pcapng", "-w", out("merged.pcapng"), out("comments.pcapng"), sll2, "../testdata/kgo-v13-nonidempotent-timeout.pcap")
+	// Many sections end to end, over 1 MiB: read ahead in chunks.
+	var big []byte
+	for b, _ := os.ReadFile(out("merged.pcapng")); len(big) < 3<<20; {
+		big = append(big, b...)
+	}
+	if err := os.WriteFile(out("sections.pcapng"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"plain", "comments", "snaplen", "secrets", "merged", "sections"} {
+		t.Run(name, func(t *testing.T) {
+			path := out(name + ".pcapng")
+			file, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wantErr := pcapgoPackets(file)
+			if wantErr != io.EOF || len(want) == 0 {
+				t.Fatalf("pcapgo: %d packets, %v", len(want), wantErr)
+			}
+			for _, ahead := range []bool{false, true} {
+				got, held, err := readPcapng(t, path, ahead)
+				sameEnd(t, err, wantErr)
+				samePcapgo(t, got, want)
+				if ahead && len(file) > 1<<20 && held < len(got)*9/10 {
+					t.Errorf("read ahead: %d of %d packets held in place", held, len(got))
+				}
+			}
+		})
 	}
 }
