@@ -71,6 +71,8 @@
 //   - secrets.go: the TLS key logs of pcapng Decryption Secrets Blocks.
 //   - codec.go: a compressed capture's decompressor, read inline or handed
 //     to the goroutine that reads ahead.
+//   - pipe_linux.go, pipe_other.go: GrowPipe, a pipe's buffer grown for a
+//     capture streamed in.
 //   - pcapng.go: a pcapng's Enhanced Packet Blocks parsed in place, its
 //     other blocks read by pcapgo one at a time.
 //   - pcapahead.go: a capture's stream read into chunks on a goroutine of

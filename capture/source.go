@@ -123,11 +123,11 @@ type Source struct {
 	ahead atomic.Pointer[pcapAhead]
 }
 
-// Open opens the named capture file; "-" reads standard input. Every error
-// is an *InputError.
+// Open opens the named capture file; "-" reads standard input
+// (NewFileSource). Every error is an *InputError.
 func Open(name string) (*Source, error) {
 	if name == "-" {
-		return NewSource("stdin", os.Stdin)
+		return NewFileSource("stdin", os.Stdin)
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -137,15 +137,36 @@ func Open(name string) (*Source, error) {
 		}
 		return nil, &InputError{File: name, Err: err, header: true}
 	}
-	s, err := NewSource(name, f)
+	s, err := NewFileSource(name, f)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	s.file = f
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-		s.size = st.Size()
+	return s, nil
+}
+
+// NewFileSource is NewSource reading f from where it stands, f's kind
+// taken into account: a regular file (standard input redirected from one,
+// too) has a Size, the bytes from there to its end, and is read ahead in
+// whole chunks; a pipe is grown (GrowPipe). Close does not close f.
+func NewFileSource(name string, f *os.File) (*Source, error) {
+	var size int64 = -1
+	if st, err := f.Stat(); err == nil {
+		switch {
+		case st.Mode().IsRegular():
+			if off, err := f.Seek(0, io.SeekCurrent); err == nil && off <= st.Size() {
+				size = st.Size() - off
+			}
+		case st.Mode()&fs.ModeNamedPipe != 0:
+			GrowPipe(f)
+		}
 	}
+	s, err := NewSource(name, f)
+	if err != nil {
+		return nil, err
+	}
+	s.size = size
 	return s, nil
 }
 

@@ -452,3 +452,39 @@ func TestZstdDecoders(t *testing.T) {
 		}
 	}
 }
+
+// TestNewFileSourceOffset: a regular file read from where it stands (a
+// shell's `- < file` after another reader took some) has the size of what
+// is left, and its packets are read from there.
+func TestNewFileSourceOffset(t *testing.T) {
+	pkts := testPackets(t)
+	file := pcapFile(binary.LittleEndian, false, layers.LinkTypeRaw, pkts)
+	path := filepath.Join(t.TempDir(), "f.pcap")
+	if err := os.WriteFile(path, append([]byte("taken by another reader"), file...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(int64(len("taken by another reader")), io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewFileSource("-", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Size() != int64(len(file)) {
+		t.Errorf("Size %d, want %d", s.Size(), len(file))
+	}
+	got, err := readAll(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samePackets(t, got, pkts, false)
+	s.Close()
+	if _, err := f.Stat(); err != nil {
+		t.Errorf("Close closed the file given: %v", err)
+	}
+}

@@ -51,12 +51,19 @@ const (
 )
 
 // Size is the total size of the files, or -1 when one is standard input
-// or cannot be stat'ed (a progress bar then shows bytes and rate only).
+// from a pipe or cannot be stat'ed (a progress bar then shows bytes and
+// rate only); standard input redirected from a file counts what is left
+// of it.
 func (in Inputs) Size() int64 {
 	var total int64
 	for _, f := range in.Files {
 		if f == "-" {
-			return -1
+			n := in.stdinFile()
+			if n < 0 {
+				return -1
+			}
+			total += n
+			continue
 		}
 		st, err := os.Stat(f)
 		if err != nil || !st.Mode().IsRegular() {
@@ -97,11 +104,7 @@ func (in Inputs) sources() (srcs []*capture.Source, skew []time.Duration, errs [
 			err error
 		)
 		if name == "-" {
-			var stdin io.Reader = in.Stdin
-			if in.Stop != nil {
-				stdin = &stopReader{r: in.Stdin, stop: in.Stop}
-			}
-			src, err = capture.NewSource("-", stdin)
+			src, err = in.openStdin()
 		} else {
 			src, err = capture.Open(name)
 		}
@@ -147,17 +150,20 @@ func eachPacket(m *capture.Merged, onRead func(Read), in Inputs, fn func(capture
 			onRead(Read{Input: m.InputBytes(), Capture: m.CaptureBytes()})
 		}
 	}
-	// At Stop the files end, and the merge with them; standard input ends
-	// itself (stopReader) once the bytes taken from it are read: ending
-	// the run at Stop would drop those bytes, read ahead and not yet
-	// parsed, or all of them when the stop comes before the first packet.
+	// At Stop the files end, and the merge with them; standard input from
+	// a pipe ends itself (stopReader) once the bytes taken from it are
+	// read: ending the run at Stop would drop those bytes, gone from the
+	// pipe, read ahead and not yet parsed, or all of them when the stop
+	// comes before the first packet. Redirected from a file, it ends as the
+	// files do.
 	stop, stopped := in.Stop, false
 	for n := 0; ; n++ {
 		if n&progressEvery == 0 {
 			progress()
 			select {
 			case <-stop:
-				m.EndSources(func(name string) bool { return name != "-" })
+				stdinFile := in.stdinFile() >= 0
+				m.EndSources(func(name string) bool { return name != "-" || stdinFile })
 				stop, stopped = nil, true
 			default:
 			}
@@ -183,6 +189,52 @@ func eachPacket(m *capture.Merged, onRead func(Read), in Inputs, fn func(capture
 		fn(pkt)
 	}
 }
+
+// openStdin opens standard input: as a file when it is one (`analyze - <
+// capture.pcap`): read in whole chunks, its size known, and ended at a
+// stop as the files are (stdinFile); else, when the run can be stopped,
+// through a stopReader, its pipe grown (capture.GrowPipe). Through the
+// stopReader, a real 1 GiB capture redirected from its file took 0.52 s
+// to analyze, against 0.27 s as a file (5 interleaved rounds).
+func (in Inputs) openStdin() (*capture.Source, error) {
+	f, isFile := in.Stdin.(*os.File)
+	if isFile && (in.Stop == nil || in.stdinFile() >= 0) {
+		return capture.NewFileSource("-", f)
+	}
+	if isFile {
+		capture.GrowPipe(f)
+	}
+	var stdin io.Reader = in.Stdin
+	if in.Stop != nil {
+		stdin = &stopReader{r: in.Stdin, stop: in.Stop}
+	}
+	return capture.NewSource("-", stdin)
+}
+
+// stdinFile returns how many bytes are left to read of standard input when
+// it is a regular file, whose reads never wait; -1 for a pipe or any other
+// reader.
+func (in Inputs) stdinFile() int64 {
+	f, ok := in.Stdin.(*os.File)
+	if !ok {
+		return -1
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return -1
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || off > st.Size() {
+		return -1
+	}
+	return st.Size() - off
+}
+
+// stopReadBytes is the most a stopReader reads at once: a chunk read ahead
+// (capture.AheadChunkBytes). Reads of 64 KiB, each a goroutine's, took
+// `cat 1GiB.pcap | kdupcap analyze -` 0.89 s, 0.59 s with 512 KiB and the
+// pipe grown to 1 MiB (capture.GrowPipe; either alone 0.71 and 0.88 s).
+const stopReadBytes = capture.AheadChunkBytes
 
 // errStopped is what a stopReader answers once Inputs.Stop is closed.
 var errStopped = errors.New("pipeline: reading stopped")
@@ -223,7 +275,7 @@ func (s *stopReader) Read(p []byte) (int, error) {
 		default:
 		}
 		if s.res == nil {
-			s.res, s.buf = make(chan readResult, 1), make([]byte, 64<<10)
+			s.res, s.buf = make(chan readResult, 1), make([]byte, stopReadBytes)
 		}
 		s.going = true
 		go func() {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -290,6 +291,8 @@ func TestStopFiles(t *testing.T) {
 	}{
 		{"files", []string{gen}, progressEvery + 1, 0},
 		{"files and standard input", []string{gen, "-"}, progressEvery + 1 + seedPackets, wantSeed},
+		// Redirected from a file, standard input ends with the files.
+		{"files and standard input from a file", []string{gen, "-"}, progressEvery + 1, 0},
 	} {
 		for _, workers := range []int{1, 0, 2} {
 			t.Run(fmt.Sprintf("%s/workers %d", tc.name, workers), func(t *testing.T) {
@@ -305,6 +308,14 @@ func TestStopFiles(t *testing.T) {
 				a := NewAnalysis(Options{Sniff: true, Workers: workers})
 				a.splitMin = 0 // split however small the files
 				in := Inputs{Files: tc.files, Stdin: bytes.NewReader(seedBytes), Stop: stop}
+				if strings.HasSuffix(tc.name, "from a file") {
+					f, err := os.Open(seed)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer f.Close()
+					in.Stdin = f
+				}
 				if errs := a.Read(in, onRead); len(errs) > 0 {
 					t.Fatal(errs)
 				}

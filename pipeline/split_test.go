@@ -231,3 +231,44 @@ func TestDefaultSplits(t *testing.T) {
 		}
 	}
 }
+
+// TestStdinFileSplitsBySize: standard input redirected from a file is read
+// as the file, its size known (Inputs.Size too): split from splitMin bytes
+// on, where a pipe, of unknown size, always is; the findings those of the
+// file.
+func TestStdinFileSplitsBySize(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	pcap := "../testdata/kgo-v13-nonidempotent-timeout.pcap"
+	st, err := os.Stat(pcap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := NewAnalysis(Options{Sniff: true, Workers: 1})
+	if errs := one.Read(Inputs{Files: []string{pcap}}, nil); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	want := one.Finish()
+	for _, splitMin := range []int64{st.Size(), st.Size() + 1} {
+		f, err := os.Open(pcap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := Inputs{Files: []string{"-"}, Stdin: f, Stop: make(chan struct{})}
+		if n := in.Size(); n != st.Size() {
+			t.Errorf("Inputs.Size %d, want the file's %d", n, st.Size())
+		}
+		a := NewAnalysis(Options{Sniff: true})
+		a.splitMin = splitMin
+		if errs := a.Read(in, nil); len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		f.Close()
+		sp := a.single.split
+		if split := sp != nil && sp.handed > 0; split != (splitMin <= st.Size()) {
+			t.Errorf("at least %d bytes of a %d-byte file: split %v", splitMin, st.Size(), split)
+		}
+		if got := a.Finish(); len(want) == 0 || !reflect.DeepEqual(got, want) {
+			t.Errorf("findings differ from the file's (%d against %d)", len(got), len(want))
+		}
+	}
+}
