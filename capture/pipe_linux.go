@@ -16,11 +16,14 @@ const pipeBytes = 1 << 20
 // GrowPipe asks the kernel for a buffer of pipeBytes on the pipe f (a
 // capture streamed in: `tcpdump -w - | kdupcap analyze -`), without making
 // f blocking as f.Fd would; a refusal (a user over their pipe pages, an
-// older kernel, f not a pipe) leaves it as it was.
+// older kernel, f not a pipe) leaves it as it was, and so does a pipe that
+// is larger already.
 func GrowPipe(f *os.File) {
 	if c, err := f.SyscallConn(); err == nil {
 		c.Control(func(fd uintptr) {
-			unix.FcntlInt(fd, unix.F_SETPIPE_SZ, pipeBytes)
+			if n, err := unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0); err == nil && n < pipeBytes {
+				unix.FcntlInt(fd, unix.F_SETPIPE_SZ, pipeBytes)
+			}
 		})
 	}
 }

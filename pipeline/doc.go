@@ -19,7 +19,7 @@
 // time (Inputs), on one goroutine, split in two (the reading goroutine
 // reads, reassembles and decrypts, a second decodes and detects, in the
 // same order: single.go; the default with a second core and one worker,
-// on a pcap of 256 MiB or more, or standard input),
+// on captures of 256 MiB or more, or standard input from a pipe),
 // or with its connections sharded over Options.Workers (sharded.go): the
 // same findings in the same order every way, the stages' shared state
 // (connection numbers, topic names, error messages) kept in one

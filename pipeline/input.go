@@ -20,10 +20,11 @@ type Inputs struct {
 	// Skew[i], if any, is added to every timestamp of Files[i].
 	Skew  []time.Duration
 	Stdin io.Reader
-	// Stop, when closed, ends the reading: of files, at the next packet
-	// (within progressEvery+1 packets); of standard input, once the bytes
-	// it had sent before are read (no read starts after Stop, and one that
-	// waits for bytes ends at once), beside files too. What was read
+	// Stop, when closed, ends the reading: of files (and of standard
+	// input redirected from one), at the next packet (within
+	// progressEvery+1 packets); of standard input from a pipe, once the
+	// bytes taken from it before are read (no read starts after Stop, and
+	// one that waits for bytes ends at once), beside files too. What was read
 	// before is decided and reported as usual (SIGINT on a `tcpdump |
 	// kdupcap analyze -`: every packet taken from the pipe before the
 	// signal).

@@ -166,7 +166,8 @@ func (p *single) stats() detect.Stats {
 // 108 MB 0.165 against 0.151 s, 250 MB 0.183 against 0.187 s, 500 MB
 // 0.216 against 0.252 s, 1 GiB 0.263 against 0.341 s (medians of 11-15
 // interleaved rounds). Below splitMinBytes of input files the default runs
-// on one goroutine; standard input, of unknown size, is split.
+// on one goroutine; standard input from a pipe, of unknown size, is split
+// (redirected from a file, it counts its size).
 //
 // A pcapng's packets were not read ahead into chunks before its blocks
 // were parsed in place (capture's pcapng.go): every byte was copied into

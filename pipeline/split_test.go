@@ -253,6 +253,7 @@ func TestStdinFileSplitsBySize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer f.Close()
 		in := Inputs{Files: []string{"-"}, Stdin: f, Stop: make(chan struct{})}
 		if n := in.Size(); n != st.Size() {
 			t.Errorf("Inputs.Size %d, want the file's %d", n, st.Size())
@@ -262,13 +263,47 @@ func TestStdinFileSplitsBySize(t *testing.T) {
 		if errs := a.Read(in, nil); len(errs) > 0 {
 			t.Fatal(errs)
 		}
-		f.Close()
 		sp := a.single.split
 		if split := sp != nil && sp.handed > 0; split != (splitMin <= st.Size()) {
 			t.Errorf("at least %d bytes of a %d-byte file: split %v", splitMin, st.Size(), split)
 		}
 		if got := a.Finish(); len(want) == 0 || !reflect.DeepEqual(got, want) {
 			t.Errorf("findings differ from the file's (%d against %d)", len(got), len(want))
+		}
+	}
+}
+
+// TestStdinPipe: standard input from a pipe, the run stoppable (the
+// stopReader's reads of a chunk), gives the findings of the file it
+// carries, with one goroutine, split and sharded.
+func TestStdinPipe(t *testing.T) {
+	pcap := "../testdata/kgo-v13-nonidempotent-timeout.pcap"
+	b, err := os.ReadFile(pcap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := NewAnalysis(Options{Sniff: true, Workers: 1})
+	if errs := one.Read(Inputs{Files: []string{pcap}}, nil); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	want := one.Finish()
+	for _, workers := range []int{1, 0, 2} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			w.Write(b)
+			w.Close()
+		}()
+		a := NewAnalysis(Options{Sniff: true, Workers: workers})
+		errs := a.Read(Inputs{Files: []string{"-"}, Stdin: r, Stop: make(chan struct{})}, nil)
+		r.Close()
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		if got := a.Finish(); len(want) == 0 || !reflect.DeepEqual(got, want) {
+			t.Errorf("workers %d: findings differ from the file's (%d against %d)", workers, len(got), len(want))
 		}
 	}
 }

@@ -91,7 +91,7 @@ func analyzeFlags(cfg *analyzeConfig) (*flag.FlagSet, *stageFlags) {
 		cfg.maxInput = n
 		return err
 	})
-	positiveFloatVar(fs, &cfg.budgetRatio, "decompress-budget", defaultBudgetRatio, "decompress for records and record matching at most `N` times the capture files' size (at least 1GiB; 4GiB from standard input); the batches after are left compressed, counted")
+	positiveFloatVar(fs, &cfg.budgetRatio, "decompress-budget", defaultBudgetRatio, "decompress for records and record matching at most `N` times the capture files' size (at least 1GiB; 4GiB from standard input on a pipe); the batches after are left compressed, counted")
 	listFunc(fs, "verdict", verdictWords(), "print only the findings of these verdicts, a comma-separated `LIST` of duplicated, deduplicated, single, unconfirmed, rejected (the headline and the summary count all)", func(s string) error {
 		v, err := report.ParseVerdicts(s)
 		cfg.verdicts = v
@@ -428,7 +428,7 @@ const (
 
 // decompressBudget is the run's decompression budget: ratio times size, at
 // least minBudget; decode's default when size is not known (-1: standard
-// input).
+// input on a pipe).
 func decompressBudget(ratio float64, size int64) int64 {
 	if size < 0 {
 		return 0

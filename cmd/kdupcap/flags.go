@@ -77,7 +77,7 @@ const recordMatchUsage = "match the records (key, value, headers) of failed or u
 const appDuplicatesUsage = "match every record, to find records the application produced twice with every attempt answered with success (record_duplicate); decompresses every such batch"
 
 // workersUsage is the help text of --workers.
-const workersUsage = "reassemble and decode connections on `N` goroutines, spread by their addresses, beside the one reading (1: one goroutine does all); the output is the same for any N. 0 chooses: the CPUs usable (at most 8) with --records or --app-duplicates, else 1, with decode and detect on a second goroutine when a second CPU is usable and the input holds 256 MiB or more: files by their sizes, standard input counted as large, --max-input-bytes below that as small (below that, the split's start costs more than it gains)"
+const workersUsage = "reassemble and decode connections on `N` goroutines, spread by their addresses, beside the one reading (1: one goroutine does all); the output is the same for any N. 0 chooses: the CPUs usable (at most 8) with --records or --app-duplicates, else 1, with decode and detect on a second goroutine when a second CPU is usable and the input holds 256 MiB or more: files by their sizes (standard input redirected from a file too), standard input from a pipe counted as large, --max-input-bytes below that as small (below that, the split's start costs more than it gains)"
 
 // scopeUsage is the help text of --scope.
 const scopeUsage = "which re-sends to find: connection (on one connection), client (across connections of one client: same IP and client.id, or same producer ID and epoch), or both"
