@@ -14,6 +14,7 @@ import (
 
 	"github.com/gopacket/gopacket/pcapgo"
 
+	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/internal/gencap"
 )
 
@@ -243,11 +244,7 @@ func TestStdinFileSplitsBySize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	one := NewAnalysis(Options{Sniff: true, Workers: 1})
-	if errs := one.Read(Inputs{Files: []string{pcap}}, nil); len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	want := one.Finish()
+	want := fileFindings(t, pcap)
 	for _, splitMin := range []int64{st.Size(), st.Size() + 1} {
 		f, err := os.Open(pcap)
 		if err != nil {
@@ -282,11 +279,7 @@ func TestStdinPipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	one := NewAnalysis(Options{Sniff: true, Workers: 1})
-	if errs := one.Read(Inputs{Files: []string{pcap}}, nil); len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	want := one.Finish()
+	want := fileFindings(t, pcap)
 	for _, workers := range []int{1, 0, 2} {
 		r, w, err := os.Pipe()
 		if err != nil {
@@ -306,4 +299,15 @@ func TestStdinPipe(t *testing.T) {
 			t.Errorf("workers %d: findings differ from the file's (%d against %d)", workers, len(got), len(want))
 		}
 	}
+}
+
+// fileFindings are the findings of the capture at path read as a file, on
+// one goroutine.
+func fileFindings(t *testing.T, path string) []detect.Finding {
+	t.Helper()
+	one := NewAnalysis(Options{Sniff: true, Workers: 1})
+	if errs := one.Read(Inputs{Files: []string{path}}, nil); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	return one.Finish()
 }
