@@ -144,8 +144,9 @@ func (s *Source) openNg() error {
 	g.feed.pb = &s.pb
 	s.tap = &secretsTap{r: &g.feed}
 	s.br = bufio.NewReaderSize(s.tap, readerSize)
-	typ, length, ok := s.ngFrame()
-	if !ok || typ != blockSHB {
+	hdr, _ := s.pb.peek(12)
+	typ, length, ok := s.ngFrame(hdr) // a section header: its magic was read
+	if !ok {
 		g.feed.whole = true
 	}
 	g.feed.left = int64(length)
@@ -163,14 +164,14 @@ func (s *Source) openNg() error {
 	return nil
 }
 
-// ngFrame reads the type and length of the next block, in the section's
-// byte order (a section header's own, which it then takes), and reports
-// whether Source can follow the blocks from there: false at the end of the
-// stream or within a block header, for a length not a multiple of 4 or
-// under 12, and for a section header of no known byte order.
-func (s *Source) ngFrame() (typ, length uint32, ok bool) {
+// ngFrame reads the type and length of the block whose first bytes are
+// hdr, in the section's byte order (a section header's own, which it then
+// takes), and reports whether Source can follow the blocks from there:
+// false for fewer than 12 bytes (the stream ends within a block header),
+// a length not a multiple of 4 or under 12, and a section header of no
+// known byte order.
+func (s *Source) ngFrame(hdr []byte) (typ, length uint32, ok bool) {
 	g := s.ngb
-	hdr, _ := s.pb.peek(12)
 	if len(hdr) < 12 {
 		return 0, 0, false
 	}
@@ -192,10 +193,11 @@ func (s *Source) ngFrame() (typ, length uint32, ok bool) {
 func (s *Source) nextNg() error {
 	g := s.ngb
 	for !g.feed.whole {
-		if hdr, err := s.pb.peek(1); len(hdr) == 0 && err == io.EOF {
+		hdr, err := s.pb.peek(12)
+		if len(hdr) == 0 && err == io.EOF {
 			return s.endNg()
 		}
-		typ, length, ok := s.ngFrame()
+		typ, length, ok := s.ngFrame(hdr)
 		if !ok {
 			g.feed.whole = true
 			break
