@@ -69,8 +69,6 @@
 //   - source.go: Packet, Source, Open and NewSource; the format by magic bytes.
 //   - pcap.go: a pcap's records, parsed in place in the Source's buffer.
 //   - secrets.go: the TLS key logs of pcapng Decryption Secrets Blocks.
-//   - codec.go: a compressed capture's decompressor, read inline or handed
-//     to the goroutine that reads ahead.
 //   - pipe_linux.go, pipe_other.go: GrowPipe, a pipe's buffer grown for a
 //     capture streamed in.
 //   - pcapng.go: a pcapng's Enhanced Packet Blocks parsed in place, its

@@ -2,68 +2,10 @@ package capture
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"testing"
 	"time"
 )
-
-// TestCodecReader: a decompressor read inline gives its bytes, then its
-// error; detached before its end, it is the new reader's, Close releasing
-// nothing; Close releases it once, and Read then says so.
-func TestCodecReader(t *testing.T) {
-	data := []byte("0123456789")
-	for _, tc := range []struct {
-		name       string
-		read       int // bytes read before detaching or closing
-		detach     bool
-		wantDetach bool
-	}{
-		{"closed unread", 0, false, false},
-		{"closed after its end", 11, false, false},
-		{"detached unread", 0, true, true},
-		{"detached halfway", 5, true, true},
-		{"detached after its end", 11, true, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			released := 0
-			c := newCodecReader(bytes.NewReader(data), func() { released++ })
-			var got []byte
-			p := make([]byte, 4)
-			for len(got) < tc.read {
-				n, err := c.Read(p[:min(len(p), tc.read-len(got))])
-				got = append(got, p[:n]...)
-				if err != nil {
-					if err != io.EOF || !bytes.Equal(got, data) {
-						t.Fatalf("read %q, %v", got, err)
-					}
-					break
-				}
-			}
-			if tc.detach {
-				r, rel, ok := c.detach()
-				if ok != tc.wantDetach {
-					t.Fatalf("detach: %v, want %v", ok, tc.wantDetach)
-				}
-				if ok {
-					rest, err := io.ReadAll(r)
-					if err != nil || !bytes.Equal(append(got, rest...), data) {
-						t.Errorf("detached reader gave %q then %q, %v", got, rest, err)
-					}
-					rel()
-				}
-			}
-			c.Close()
-			c.Close()
-			if released != 1 {
-				t.Errorf("released %d times", released)
-			}
-			if n, err := c.Read(p); n != 0 || !errors.Is(err, errClosed) {
-				t.Errorf("Read after Close: %d, %v", n, err)
-			}
-		})
-	}
-}
 
 // TestPcapAheadClose: Close returns while the goroutine is blocked in the
 // reader (a pipe that will not be written again), and the goroutine

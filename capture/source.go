@@ -94,23 +94,26 @@ const zstdParallelProcs = 4
 //
 // A Source is not safe for concurrent use.
 type Source struct {
-	name   string
-	file   io.Closer    // closed by Close when the Source opened it
-	decomp *codecReader // the decompressor, when compressed
-	codec  string
-	in     *countingReader // the input as given, compressed or not
-	cnt    *countingReader // the capture stream: decompressed, or in itself
-	tap    *secretsTap     // the key logs of pcapng Decryption Secrets Blocks
-	br     *bufio.Reader
-	pcap   *pcapgo.Reader   // the file header of a pcap, whose records Source reads itself (pcap.go)
-	ng     *pcapgo.NgReader // a pcapng's blocks but those parsed in place
-	ngb    *ngBlocks        // and how they read (pcapng.go)
-	link   layers.LinkType
-	rec    pcapRecords // how a pcap's records read
-	pb     pcapBuf     // and the buffer they are parsed in
-	pkt    Packet      // the packet next read
-	good   int64       // stream offset after the last whole packet
-	err    error       // sticky: returned by every Next after the first error
+	name  string
+	file  io.Closer // closed by Close when the Source opened it
+	codec string    // "gzip" or "zstd" when compressed: the decompressor is cnt.r
+	// unzipped releases the decompressor, at Close, unless a merge read
+	// the capture ahead: its goroutine then took the decompressor over
+	// (readAhead), to read it straight into the chunks, and releases it.
+	unzipped func()
+	in       *countingReader // the input as given, compressed or not
+	cnt      *countingReader // the capture stream: decompressed, or in itself
+	tap      *secretsTap     // the key logs of pcapng Decryption Secrets Blocks
+	br       *bufio.Reader
+	pcap     *pcapgo.Reader   // the file header of a pcap, whose records Source reads itself (pcap.go)
+	ng       *pcapgo.NgReader // a pcapng's blocks but those parsed in place
+	ngb      *ngBlocks        // and how they read (pcapng.go)
+	link     layers.LinkType
+	rec      pcapRecords // how a pcap's records read
+	pb       pcapBuf     // and the buffer they are parsed in
+	pkt      Packet      // the packet next read
+	good     int64       // stream offset after the last whole packet
+	err      error       // sticky: returned by every Next after the first error
 	// lastTS is the timestamp of the last packet returned (for a packet
 	// skipped over MaxPacketBytes with none of its own).
 	lastTS time.Time
@@ -190,15 +193,15 @@ func NewSource(name string, r io.Reader) (*Source, error) {
 		if err != nil {
 			return nil, s.fail(0, codecError("gzip", err))
 		}
-		s.decomp = newCodecReader(zr, func() { zr.Close() })
-		s.codec, dec = "gzip", s.decomp
+		s.unzipped = func() { zr.Close() }
+		s.codec, dec = "gzip", zr
 	case len(head) == 4 && binary.LittleEndian.Uint32(head) == magicZstd:
 		zr, err := newZstd(raw, zstdBlocks(runtime.GOMAXPROCS(0)))
 		if err != nil {
 			return nil, s.fail(0, codecError("zstd", err))
 		}
-		s.decomp = newCodecReader(zr, zr.Close)
-		s.codec, dec = "zstd", s.decomp
+		s.unzipped = zr.Close
+		s.codec, dec = "zstd", zr
 	}
 	if s.codec == "" && len(head) == 4 && (isPcapMagic(binary.LittleEndian.Uint32(head)) || binary.LittleEndian.Uint32(head) == magicPcapng) {
 		// A capture not compressed is read straight from the input, with
@@ -310,8 +313,9 @@ func (s *Source) Close() error {
 	if s.pb.ahead != nil {
 		s.pb.ahead.Close() // releases the decompressor, when it read it
 	}
-	if s.decomp != nil {
-		s.decomp.Close() // releases the decompressor unless read ahead; a second Close does nothing
+	if s.unzipped != nil {
+		s.unzipped() // unless read ahead
+		s.unzipped = nil
 	}
 	if s.file != nil {
 		f := s.file
@@ -364,19 +368,15 @@ func (s *Source) readAhead(pool *bufPool, plain bool) bool {
 	if b.ahead != nil {
 		return !b.ahead.ended && !b.ahead.closed
 	}
-	if !plain && s.decomp == nil || b.err != nil || b.buf == nil || s.err != nil {
+	if !plain && s.codec == "" || b.err != nil || b.buf == nil || s.err != nil {
 		return false
 	}
 	var release func()
 	var check *frameCheck
 	n, lead := aheadChunks, aheadLead
-	if s.decomp != nil {
-		r, rel, ok := s.decomp.detach()
-		if !ok {
-			return false
-		}
-		s.cnt.r, release = r, rel
-		if z, ok := r.(*zstdStream); ok {
+	if s.codec != "" {
+		release, s.unzipped = s.unzipped, nil
+		if z, ok := s.cnt.r.(*zstdStream); ok {
 			check = z.deferChecks()
 		}
 		n, lead = aheadChunksCompressed, 0
