@@ -43,7 +43,7 @@ type oversized struct {
 
 // isPacketBlock reports whether a pcapng block type holds a packet
 // (Enhanced, Simple, or the obsolete Packet Block).
-func isPacketBlock(typ uint32) bool { return typ == 6 || typ == 3 || typ == 2 }
+func isPacketBlock(typ uint32) bool { return typ == blockEPB || typ == blockSPB || typ == blockPB }
 
 // overBlock stops the stream at a pcapng packet block of length bytes.
 func (t *secretsTap) overBlock(length int64) {

@@ -44,7 +44,7 @@ const pcapEagerMax = 262144
 
 // pcapRecords is how the records of a pcap read.
 type pcapRecords struct {
-	be      bool   // big-endian
+	be      bigEndian
 	nano    bool   // nanosecond timestamps
 	factor  uint32 // to nanoseconds: 1 or 1000
 	snaplen uint32
@@ -65,7 +65,7 @@ func isPcapMagic(m uint32) bool {
 }
 
 func newPcapRecords(magic, snaplen uint32) pcapRecords {
-	r := pcapRecords{be: magic == magicPcapMicroBE || magic == magicPcapNanoBE, factor: 1000, snaplen: snaplen, maxCap: pcapEagerMax}
+	r := pcapRecords{be: bigEndian(magic == magicPcapMicroBE || magic == magicPcapNanoBE), factor: 1000, snaplen: snaplen, maxCap: pcapEagerMax}
 	if magic == magicPcapNanoLE || magic == magicPcapNanoBE {
 		r.nano, r.factor = true, 1
 	}
@@ -75,13 +75,22 @@ func newPcapRecords(magic, snaplen uint32) pcapRecords {
 	return r
 }
 
-// u32 reads a field of a record header (not through binary.ByteOrder, so
-// that it is inlined).
-func (r *pcapRecords) u32(b []byte) uint32 {
-	if r.be {
+// bigEndian is a capture's byte order: its fields read through u16 and
+// u32, not binary.ByteOrder, so that they are inlined.
+type bigEndian bool
+
+func (be bigEndian) u32(b []byte) uint32 {
+	if be {
 		return binary.BigEndian.Uint32(b)
 	}
 	return binary.LittleEndian.Uint32(b)
+}
+
+func (be bigEndian) u16(b []byte) uint16 {
+	if be {
+		return binary.BigEndian.Uint16(b)
+	}
+	return binary.LittleEndian.Uint16(b)
 }
 
 // nextPcap is next for a pcap.
@@ -94,8 +103,8 @@ func (s *Source) nextPcap() error {
 		}
 		return s.failRecord(err)
 	}
-	sec, frac := r.u32(hdr[0:]), r.u32(hdr[4:])
-	capLen, origLen := int(r.u32(hdr[8:])), int(r.u32(hdr[12:]))
+	sec, frac := r.be.u32(hdr[0:]), r.be.u32(hdr[4:])
+	capLen, origLen := int(r.be.u32(hdr[8:])), int(r.be.u32(hdr[12:]))
 	switch {
 	case capLen > r.maxCap:
 		return s.failRecord(fmt.Errorf("capture length exceeds snap length: %d > %d", capLen, r.snaplen))

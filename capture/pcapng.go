@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -44,19 +45,37 @@ import (
 //
 // FuzzPcapngInPlace holds this against pcapgo reading the same bytes.
 
-// Block types Source reads itself or needs to know (pcapng spec, 4).
+// Block types Source and its tap need to know (pcapng spec, 4), and the
+// sizes of an Enhanced Packet Block's parts.
 const (
-	blockEPB      = 6 // Enhanced Packet Block
-	ngEPBFixed    = 20
-	ngBlockHeader = 8 // type and total length
+	blockSHB       = 0x0A0D0D0A // Section Header Block, the same either way round
+	blockPB        = 2          // (obsolete) Packet Block
+	blockSPB       = 3          // Simple Packet Block
+	blockEPB       = 6          // Enhanced Packet Block
+	blockDSB       = 0x0000000A // Decryption Secrets Block
+	byteOrderMagic = 0x1A2B3C4D // a Section Header Block's, in its byte order
+	ngEPBFixed     = 20         // interface, timestamp, captured and original lengths
+	ngBlockHeader  = 8          // type and total length
 )
+
+// shbOrder reports the byte order of the section whose header's first 12
+// bytes are hdr, and whether it is either.
+func shbOrder(hdr []byte) (be bigEndian, ok bool) {
+	switch binary.LittleEndian.Uint32(hdr[8:]) {
+	case byteOrderMagic:
+		return false, true
+	case bits.ReverseBytes32(byteOrderMagic):
+		return true, true
+	}
+	return false, false
+}
 
 // errBlockOverrun ends a pcapng whose block holds more than its length.
 var errBlockOverrun = errors.New("pcapng block reads past its length")
 
 // ngBlocks is how a pcapng's blocks read.
 type ngBlocks struct {
-	be     bool      // the section's byte order
+	be     bigEndian // the section's byte order
 	ifaces []ngIface // the section's interfaces, as pcapgo read them
 	feed   ngFeed
 }
@@ -93,20 +112,6 @@ func newNgIface(in pcapgo.NgInterface) ngIface {
 // time is pcapgo's convertTime.
 func (i *ngIface) time(ts uint64) time.Time {
 	return time.Unix(int64(ts/i.mask+i.offsetSecs), int64(ts%i.mask*i.up/i.down)).UTC()
-}
-
-func (g *ngBlocks) u32(b []byte) uint32 {
-	if g.be {
-		return binary.BigEndian.Uint32(b)
-	}
-	return binary.LittleEndian.Uint32(b)
-}
-
-func (g *ngBlocks) u16(b []byte) uint16 {
-	if g.be {
-		return binary.BigEndian.Uint16(b)
-	}
-	return binary.LittleEndian.Uint16(b)
 }
 
 // ngFeed is the reader under pcapgo: the bytes of the block Source hands
@@ -176,16 +181,11 @@ func (s *Source) ngFrame(hdr []byte) (typ, length uint32, ok bool) {
 		return 0, 0, false
 	}
 	if binary.LittleEndian.Uint32(hdr) == blockSHB {
-		switch binary.LittleEndian.Uint32(hdr[8:]) {
-		case byteOrderMagic:
-			g.be = false
-		case 0x4D3C2B1A:
-			g.be = true
-		default:
+		if g.be, ok = shbOrder(hdr); !ok {
 			return 0, 0, false
 		}
 	}
-	typ, length = g.u32(hdr), g.u32(hdr[4:])
+	typ, length = g.be.u32(hdr), g.be.u32(hdr[4:])
 	return typ, length, length >= 12 && length%4 == 0
 }
 
@@ -328,11 +328,11 @@ func (s *Source) epbInPlace(length int) bool {
 		return false
 	}
 	f := b[ngBlockHeader:]
-	id := g.u32(f)
+	id := g.be.u32(f)
 	if uint64(id) >= uint64(len(g.ifaces)) {
 		return false
 	}
-	capLen := g.u32(f[12:])
+	capLen := g.be.u32(f[12:])
 	if uint64(capLen) > uint64(rest) {
 		return false
 	}
@@ -344,7 +344,7 @@ func (s *Source) epbInPlace(length int) bool {
 		if rest < 4 {
 			return false
 		}
-		code, n := g.u16(b[opt:]), int(g.u16(b[opt+2:]))
+		code, n := g.be.u16(b[opt:]), int(g.be.u16(b[opt+2:]))
 		rest -= 4
 		opt += 4
 		if code == 0 {
@@ -363,7 +363,7 @@ func (s *Source) epbInPlace(length int) bool {
 	iface := &g.ifaces[id]
 	data := b[ngBlockHeader+ngEPBFixed : ngBlockHeader+ngEPBFixed+int(capLen) : ngBlockHeader+ngEPBFixed+int(capLen)]
 	s.pb.r += length
-	ts := iface.time(uint64(g.u32(f[4:]))<<32 | uint64(g.u32(f[8:])))
+	ts := iface.time(uint64(g.be.u32(f[4:]))<<32 | uint64(g.be.u32(f[8:])))
 	s.good = s.consumed()
 	s.lastTS = ts
 	p := &s.pkt
@@ -371,7 +371,7 @@ func (s *Source) epbInPlace(length int) bool {
 	if s.pb.ahead != nil {
 		p.chunk = s.pb.ahead.cur
 	}
-	p.CI.Timestamp, p.CI.CaptureLength, p.CI.Length = ts, int(capLen), int(g.u32(f[16:]))
+	p.CI.Timestamp, p.CI.CaptureLength, p.CI.Length = ts, int(capLen), int(g.be.u32(f[16:]))
 	p.CI.InterfaceIndex, p.CI.AncillaryData = int(id), nil
 	return true
 }

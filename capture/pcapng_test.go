@@ -63,6 +63,13 @@ func (w *ngWriter) shb(opts ...[]byte) *ngWriter {
 	return w.block(blockSHB, body, 0)
 }
 
+// dsb appends a Decryption Secrets Block of a TLS key log.
+func (w *ngWriter) dsb(keylog string) *ngWriter {
+	body := w.order.AppendUint32(nil, secretsTLSKeyLg)
+	body = w.order.AppendUint32(body, uint32(len(keylog)))
+	return w.block(blockDSB, append(body, keylog...), 0)
+}
+
 func (w *ngWriter) idb(link layers.LinkType, snap uint32, opts ...[]byte) *ngWriter {
 	body := w.order.AppendUint16(nil, uint16(link))
 	body = w.order.AppendUint16(body, 0)
@@ -168,9 +175,9 @@ func ngCases() []struct {
 	many.epb(1, 3<<20|12345, payload(61, 2), 1500)
 	many.epb(2, 1_700_000_000_123, payload(62, 3), 62, many.opt(0x8000, []byte{1, 2, 3}))
 	many.epb(3, 17_000_000_001_234_567_890, payload(63, 4), 63)
-	many.block(0x0000000A, append(le.AppendUint32(le.AppendUint32(nil, secretsTLSKeyLg), 14), "CLIENT_RANDOM "...), 0) // DSB
-	many.block(4, many.opt(0, nil), 0)                                                                                 // NRB, empty
-	many.block(5, append(le.AppendUint64(le.AppendUint32(nil, 0), 5), eoo(many)...), 0)                                // ISB
+	many.dsb("CLIENT_RANDOM 01 02\n")
+	many.block(4, many.opt(0, nil), 0)                                                  // NRB, empty
+	many.block(5, append(le.AppendUint64(le.AppendUint32(nil, 0), 5), eoo(many)...), 0) // ISB
 	many.block(0x00000BAD, []byte("custom"), 0)
 	many.block(3, append(le.AppendUint32(nil, 64), payload(64, 5)...), 0) // SPB
 	pb := le.AppendUint16(nil, 1)

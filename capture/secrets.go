@@ -18,13 +18,8 @@ import (
 // itself (pcap.go): the tap turns off at a pcap's first bytes, and a pcap
 // not compressed is read with no tap at all.
 
-// Block and secrets types.
-const (
-	blockSHB        = 0x0A0D0D0A
-	blockDSB        = 0x0000000A
-	byteOrderMagic  = 0x1A2B3C4D
-	secretsTLSKeyLg = 0x544c534b // "TLSK": an NSS key log
-)
+// The secrets type of a TLS key log (block types: pcapng.go).
+const secretsTLSKeyLg = 0x544c534b // "TLSK": an NSS key log
 
 // MaxSecretsBytes bounds the secrets a Source keeps from its Decryption
 // Secrets Blocks; a block beyond it is dropped and counted.
@@ -104,14 +99,14 @@ func (t *secretsTap) startBlock() {
 		t.state = tapOn
 	}
 	if typ == blockSHB {
-		switch binary.LittleEndian.Uint32(t.hdr[8:]) {
-		case byteOrderMagic:
-			t.order = binary.LittleEndian
-		case 0x4D3C2B1A:
-			t.order = binary.BigEndian
-		default:
+		be, ok := shbOrder(t.hdr[:])
+		if !ok {
 			t.state = tapOff // pcapgo says what is wrong
 			return
+		}
+		t.order = binary.ByteOrder(binary.LittleEndian)
+		if be {
+			t.order = binary.BigEndian
 		}
 	}
 	typ = t.order.Uint32(t.hdr[0:])

@@ -12,57 +12,22 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gopacket/gopacket/layers"
 	"github.com/kdupcap/kdupcap/internal/testenv"
 )
 
 const testKeyLog = "# a comment\nCLIENT_RANDOM 0102 0304\n"
 
-// ngBlock is one pcapng block of type typ with body, padded, in order.
-func ngBlock(order binary.AppendByteOrder, typ uint32, body []byte) []byte {
-	for len(body)%4 != 0 {
-		body = append(body, 0)
-	}
-	n := uint32(12 + len(body))
-	b := order.AppendUint32(nil, typ)
-	b = order.AppendUint32(b, n)
-	b = append(b, body...)
-	return order.AppendUint32(b, n)
-}
-
 // ngWithSecrets is a pcapng stream: a section header, a Decryption Secrets
 // Block of each keylog (before the interface, as editcap writes it, or
 // between packets), an Ethernet interface and one packet after each block.
-func ngWithSecrets(order binary.AppendByteOrder, keylogs ...string) []byte {
-	shb := order.AppendUint32(nil, byteOrderMagic)
-	shb = order.AppendUint16(shb, 1)
-	shb = order.AppendUint16(shb, 0)
-	shb = order.AppendUint64(shb, ^uint64(0))
-	out := ngBlock(order, blockSHB, shb)
-	dsb := func(k string) []byte {
-		body := order.AppendUint32(nil, secretsTLSKeyLg)
-		body = order.AppendUint32(body, uint32(len(k)))
-		return ngBlock(order, blockDSB, append(body, k...))
-	}
-	out = append(out, dsb(keylogs[0])...)
-	idb := order.AppendUint16(nil, 1) // LINKTYPE_ETHERNET
-	idb = order.AppendUint16(idb, 0)
-	idb = order.AppendUint32(idb, 65535)
-	out = append(out, ngBlock(order, 1, idb)...)
-	epb := func() []byte {
-		frame := make([]byte, 60)
-		body := order.AppendUint32(nil, 0)
-		body = order.AppendUint32(body, 0)
-		body = order.AppendUint32(body, 1)
-		body = order.AppendUint32(body, uint32(len(frame)))
-		body = order.AppendUint32(body, uint32(len(frame)))
-		return ngBlock(order, 6, append(body, frame...))
-	}
-	out = append(out, epb()...)
+func ngWithSecrets(order ngOrder, keylogs ...string) []byte {
+	w := (&ngWriter{order: order}).shb().dsb(keylogs[0]).idb(layers.LinkTypeEthernet, 65535)
+	w.epb(0, 1, make([]byte, 60), 60)
 	for _, k := range keylogs[1:] {
-		out = append(out, dsb(k)...)
-		out = append(out, epb()...)
+		w.dsb(k).epb(0, 1, make([]byte, 60), 60)
 	}
-	return out
+	return w.b
 }
 
 // TestSecrets: the key logs of pcapng Decryption Secrets Blocks are handed
