@@ -60,11 +60,10 @@ type zstdFrames struct {
 type framePart uint8
 
 const (
-	partNone   framePart = iota // between frames
+	partEnd    framePart = iota // no frame started, or it has passed: io.EOF
 	partHeader                  // the frame header
 	partBlock                   // a block, its header included
 	partSum                     // the checksum
-	partEnd                     // the frame has passed: io.EOF
 )
 
 // next starts the next frame; false at the clean end of the stream.
@@ -78,7 +77,7 @@ func (f *zstdFrames) next() (bool, error) {
 			return false, err
 		}
 		var h zstd.Header
-		if f.whole || h.Decode(head) != nil {
+		if h.Decode(head) != nil {
 			f.whole = true
 			return true, nil
 		}
@@ -134,7 +133,7 @@ func (f *zstdFrames) Read(p []byte) (int, error) {
 		return f.src.Read(p)
 	}
 	for f.left == 0 {
-		if f.part == partEnd || f.part == partNone {
+		if f.part == partEnd {
 			return 0, io.EOF
 		}
 		f.advance()
@@ -150,10 +149,7 @@ func (f *zstdFrames) Read(p []byte) (int, error) {
 	if f.part == partSum {
 		f.nsum += copy(f.sum[f.nsum:], p[:n])
 	}
-	if err == io.EOF && n > 0 {
-		err = nil
-	}
-	return n, err
+	return n, err // a bufio.Reader gives bytes or an error, not both
 }
 
 // frameEnd is where a frame ended in the decompressed stream, and the

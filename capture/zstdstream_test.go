@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"strings"
@@ -43,8 +44,7 @@ func zstdFrame(tb testing.TB, b []byte, size, crc bool) []byte {
 
 // skippableFrame is a zstd skippable frame holding b.
 func skippableFrame(b []byte) []byte {
-	out := binary.LittleEndian.AppendUint32(nil, 0x184D2A53)
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(b)))
+	out, _ := (&zstd.Header{Skippable: true, SkippableID: 3, SkippableSize: uint32(len(b))}).AppendTo(nil)
 	return append(out, b...)
 }
 
@@ -293,6 +293,52 @@ func TestFrameCheck(t *testing.T) {
 	}
 }
 
+// zstdFaults are streams the decoder rejects, each with the content of
+// the frames it was made of: cut in a header, a block or a checksum, bytes
+// that are no frame after a whole one, a block of the reserved type, a
+// skippable frame cut short.
+func zstdFaults(tb testing.TB) map[string][2][]byte {
+	text := zstdContents()["text"]
+	frame := zstdFrame(tb, text, true, true)
+	var h zstd.Header
+	if err := h.Decode(frame); err != nil {
+		tb.Fatal(err)
+	}
+	reserved := bytes.Clone(frame)
+	reserved[h.HeaderSize] |= 3 << 1 // the first block's type
+	out := map[string][2][]byte{
+		"reserved block":  {reserved, text},
+		"garbage after":   {append(bytes.Clone(frame), "garbage!"...), text},
+		"3 bytes after":   {append(bytes.Clone(frame), 1, 2, 3), text},
+		"cut skippable":   {append(bytes.Clone(frame), skippableFrame([]byte("kdupcap"))[:6]...), text},
+		"cut in a header": {frame[:5], text},
+	}
+	for _, cut := range []int{1, 2, 3, 5, 9, len(frame) / 2} {
+		out[fmt.Sprintf("cut %d bytes short", cut)] = [2][]byte{frame[:len(frame)-cut], text}
+	}
+	return out
+}
+
+// TestZstdStreamFaults: a stream the decoder rejects is rejected frame by
+// frame too, read and checked either way, and the bytes given before the
+// error are the start of what was compressed.
+func TestZstdStreamFaults(t *testing.T) {
+	for name, s := range zstdFaults(t) {
+		if _, err := refZstd(s[0]); err == nil {
+			t.Fatalf("%s: the decoder alone accepts it", name)
+		}
+		for _, step := range []int{1 << 19, 4096, 7} {
+			for _, deferred := range []bool{false, true} {
+				got, err, _ := readZstdStream(t, s[0], step, deferred)
+				if err == nil || !bytes.HasPrefix(s[1], got) {
+					t.Errorf("%s, reads of %d, deferred %v: %d bytes (the start of the content: %v), %v",
+						name, step, deferred, len(got), bytes.HasPrefix(s[1], got), err)
+				}
+			}
+		}
+	}
+}
+
 // FuzzZstdStream: whatever the bytes, the stream read frame by frame, in
 // Read or checked by its reader, accepts nothing the decoder alone
 // rejects, and what both accept decodes to the same bytes.
@@ -307,6 +353,9 @@ func FuzzZstdStream(f *testing.F) {
 	f.Add(append(zstdFrame(f, c, false, true), skippableFrame(c)...))
 	bad, _ := badSum(f, [3][]byte{c, c, c})
 	f.Add(bad)
+	for _, s := range zstdFaults(f) {
+		f.Add(s[0])
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ref, refErr := refZstd(b)
 		if len(ref) > 1<<22 {
