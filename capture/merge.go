@@ -227,9 +227,9 @@ func (m *Merged) read(i int) error {
 // standard input, whose bytes are gone from the pipe once read, ends
 // itself after those it took. The sources stay open until Close: the
 // packets already returned may still be held (Packet.Hold).
-func (m *Merged) EndSources(end func(name string) bool) {
+func (m *Merged) EndSources(end func(*Source) bool) {
 	for i, src := range m.srcs {
-		if !end(src.name) || (m.ended != nil && m.ended[i]) {
+		if !end(src) || (m.ended != nil && m.ended[i]) {
 			continue
 		}
 		if m.ended == nil {

@@ -477,7 +477,7 @@ func TestMergeEndSources(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			m.EndSources(func(name string) bool { return slices.Contains(tt.end, name) })
+			m.EndSources(func(s *Source) bool { return slices.Contains(tt.end, s.Name()) })
 			var got []string
 			for {
 				p, err := m.Next()

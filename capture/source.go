@@ -151,19 +151,12 @@ func Open(name string) (*Source, error) {
 
 // NewFileSource is NewSource reading f from where it stands, f's kind
 // taken into account: a regular file (standard input redirected from one,
-// too) has a Size, the bytes from there to its end, and is read ahead in
-// whole chunks; a pipe is grown (GrowPipe). Close does not close f.
+// too) has a Size, SizeLeft, and is read ahead in whole chunks; a pipe is
+// grown (GrowPipe). Close does not close f.
 func NewFileSource(name string, f *os.File) (*Source, error) {
-	var size int64 = -1
-	if st, err := f.Stat(); err == nil {
-		switch {
-		case st.Mode().IsRegular():
-			if off, err := f.Seek(0, io.SeekCurrent); err == nil && off <= st.Size() {
-				size = st.Size() - off
-			}
-		case st.Mode()&fs.ModeNamedPipe != 0:
-			GrowPipe(f)
-		}
+	size := SizeLeft(f)
+	if size < 0 {
+		GrowPipe(f) // a pipe's; nothing else has its size
 	}
 	s, err := NewSource(name, f)
 	if err != nil {
@@ -352,10 +345,28 @@ func (s *Source) CaptureBytes() int64 {
 	return s.cnt.n.Load()
 }
 
-// Size is the size of the file the Source opened as it was then,
-// compressed or not; -1 when it is not a regular file (a pipe, standard
-// input, a Source made with NewSource).
+// Size is SizeLeft of the file the Source was made from, as it was then,
+// compressed or not; -1 when it is not a regular file (a pipe, a Source
+// made with NewSource).
 func (s *Source) Size() int64 { return s.size }
+
+// SizeLeft is how many bytes of f are left to read, from where it stands,
+// when it is a regular file; -1 for any other (a pipe, a terminal).
+func SizeLeft(f *os.File) int64 {
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return -1
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || off > st.Size() {
+		return -1
+	}
+	return st.Size() - off
+}
+
+// Name is the name the Source was made with, "-" for standard input read
+// by a pipeline.
+func (s *Source) Name() string { return s.name }
 
 // readAhead starts reading (and decompressing) ahead of the packets read,
 // on another goroutine, into chunks from pool (given back there at the

@@ -90,7 +90,10 @@ func (a *Analysis) Read(in Inputs, onRead func(Read)) []error {
 	// detect on a goroutine of their own (single.go's split), where it
 	// gains (splitPays).
 	split := a.single != nil && a.opts.Workers == 0 && runtime.GOMAXPROCS(0) > 1 &&
-		splitPays(srcs, in.MaxBytes, a.splitMin) && a.single.startSplit()
+		splitPays(srcs, in.MaxBytes, a.splitMin)
+	if split {
+		a.single.startSplit()
+	}
 	// The reading goroutine reads ahead when others decode.
 	m := capture.Merge(srcs, capture.MergeOptions{ClockSkew: skew, OnSecrets: a.tls.secrets, ReadAheadPlain: a.sharded != nil || split})
 	defer m.Close()

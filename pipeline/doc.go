@@ -54,7 +54,7 @@
 //   - input.go: Inputs, opening and merging files, the packet loop.
 //   - single.go: the run of one Assembler and one Decoder, on one
 //     goroutine or split (decode and detect on a second one, the default
-//     with two cores on a large pcap); connections kept out (Ignore).
+//     with two cores on a large capture); connections kept out (Ignore).
 //   - sharded.go: the run over workers and its merger.
 //   - analysis.go: Analysis, the run of `kdupcap analyze`.
 //   - live.go: Live, the run of `kdupcap live`, its drop marks and evidence files.

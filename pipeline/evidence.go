@@ -255,7 +255,7 @@ func (a *Analysis) WriteEvidence(w io.Writer, findings []detect.Finding) (int, e
 	if err != nil {
 		return 0, err
 	}
-	m, _ := a.in.open(nil)
+	m, _ := a.in.open()
 	defer m.Close()
 	var werr error
 	eachPacket(m, nil, Inputs{MaxBytes: a.in.MaxBytes}, func(pkt capture.Packet) {

@@ -81,19 +81,12 @@ func (in Inputs) Size() int64 {
 // second (256 packets are 16 MiB at most).
 const progressEvery = 255
 
-// open opens the files and merges them, handing onSecrets (if set) the key
-// logs of pcapng secrets blocks; it returns the errors of the files that
-// could not be opened, each naming its file.
-func (in Inputs) open(onSecrets func(source string, keylog []byte)) (*capture.Merged, []error) {
-	return in.openAhead(onSecrets, false)
-}
-
-// openAhead is open, reading pcaps that are not compressed ahead too when
-// plain (capture.MergeOptions.ReadAheadPlain): for a run that decodes on
-// other goroutines than the reading one.
-func (in Inputs) openAhead(onSecrets func(source string, keylog []byte), plain bool) (*capture.Merged, []error) {
+// open opens the files and merges them (a second read, for evidence); it
+// returns the errors of the files that could not be opened, each naming
+// its file.
+func (in Inputs) open() (*capture.Merged, []error) {
 	srcs, skew, errs := in.sources()
-	return capture.Merge(srcs, capture.MergeOptions{ClockSkew: skew, OnSecrets: onSecrets, ReadAheadPlain: plain}), errs
+	return capture.Merge(srcs, capture.MergeOptions{ClockSkew: skew}), errs
 }
 
 // sources opens the inputs, in order, each with its skew; an input that
@@ -131,11 +124,11 @@ func splitPays(srcs []*capture.Source, maxBytes, min int64) bool {
 	}
 	total := int64(0)
 	for _, s := range srcs {
-		if n := s.Size(); n < 0 {
-			total = min // of unknown size: counted as large
-		} else {
-			total += n
+		n := s.Size()
+		if n < 0 {
+			return true // of unknown size: counted as large
 		}
+		total += n
 	}
 	return total >= min
 }
@@ -151,20 +144,19 @@ func eachPacket(m *capture.Merged, onRead func(Read), in Inputs, fn func(capture
 			onRead(Read{Input: m.InputBytes(), Capture: m.CaptureBytes()})
 		}
 	}
-	// At Stop the files end, and the merge with them; standard input from
-	// a pipe ends itself (stopReader) once the bytes taken from it are
-	// read: ending the run at Stop would drop those bytes, gone from the
-	// pipe, read ahead and not yet parsed, or all of them when the stop
-	// comes before the first packet. Redirected from a file, it ends as the
-	// files do.
+	// At Stop the files end, and the merge with them, standard input
+	// redirected from a file too (its size known); standard input from a
+	// pipe ends itself (stopReader, openStdin) once the bytes taken from it
+	// are read: ending the run at Stop would drop those bytes, gone from
+	// the pipe, read ahead and not yet parsed, or all of them when the stop
+	// comes before the first packet.
 	stop, stopped := in.Stop, false
 	for n := 0; ; n++ {
 		if n&progressEvery == 0 {
 			progress()
 			select {
 			case <-stop:
-				stdinFile := in.stdinFile() >= 0
-				m.EndSources(func(name string) bool { return name != "-" || stdinFile })
+				m.EndSources(func(s *capture.Source) bool { return s.Name() != "-" || s.Size() >= 0 })
 				stop, stopped = nil, true
 			default:
 			}
@@ -212,23 +204,13 @@ func (in Inputs) openStdin() (*capture.Source, error) {
 	return capture.NewSource("-", stdin)
 }
 
-// stdinFile returns how many bytes are left to read of standard input when
-// it is a regular file, whose reads never wait; -1 for a pipe or any other
-// reader.
+// stdinFile returns capture.SizeLeft of standard input when it is a
+// file; -1 for any other reader.
 func (in Inputs) stdinFile() int64 {
-	f, ok := in.Stdin.(*os.File)
-	if !ok {
-		return -1
+	if f, ok := in.Stdin.(*os.File); ok {
+		return capture.SizeLeft(f)
 	}
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return -1
-	}
-	off, err := f.Seek(0, io.SeekCurrent)
-	if err != nil || off > st.Size() {
-		return -1
-	}
-	return st.Size() - off
+	return -1
 }
 
 // stopReadBytes is the most a stopReader reads at once: a chunk read ahead

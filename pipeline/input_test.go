@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -286,13 +285,14 @@ func TestStopFiles(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		files       []string
+		stdinFile   bool // standard input redirected from the seed's file
 		wantPackets int64
 		wantFinds   int
 	}{
-		{"files", []string{gen}, progressEvery + 1, 0},
-		{"files and standard input", []string{gen, "-"}, progressEvery + 1 + seedPackets, wantSeed},
+		{"files", []string{gen}, false, progressEvery + 1, 0},
+		{"files and standard input", []string{gen, "-"}, false, progressEvery + 1 + seedPackets, wantSeed},
 		// Redirected from a file, standard input ends with the files.
-		{"files and standard input from a file", []string{gen, "-"}, progressEvery + 1, 0},
+		{"files and standard input from a file", []string{gen, "-"}, true, progressEvery + 1, 0},
 	} {
 		for _, workers := range []int{1, 0, 2} {
 			t.Run(fmt.Sprintf("%s/workers %d", tc.name, workers), func(t *testing.T) {
@@ -308,7 +308,7 @@ func TestStopFiles(t *testing.T) {
 				a := NewAnalysis(Options{Sniff: true, Workers: workers})
 				a.splitMin = 0 // split however small the files
 				in := Inputs{Files: tc.files, Stdin: bytes.NewReader(seedBytes), Stop: stop}
-				if strings.HasSuffix(tc.name, "from a file") {
+				if tc.stdinFile {
 					f, err := os.Open(seed)
 					if err != nil {
 						t.Fatal(err)

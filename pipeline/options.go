@@ -45,8 +45,7 @@ type Options struct {
 	// the connections spread over them by their addresses (1: the reading
 	// goroutine does all; 0: AutoWorkers, and when that is 1 and a second
 	// CPU is usable, decode and detect on a second goroutine (single.go's
-	// split) when an input is a pcap and the input is large enough:
-	// Analysis.Read). The findings are the same for any number. Live runs
+	// split) when the input is large enough: Analysis.Read). The findings are the same for any number. Live runs
 	// use one.
 	Workers int
 	// TLSKeyLogs are NSS key log files (SSLKEYLOGFILE) with the secrets of
@@ -137,8 +136,8 @@ func (o *Options) Check() error {
 // collector take most of the time (within 10% either way); so it shards
 // only with records to decode; one worker then runs split (reading and
 // reassembly on one goroutine, decode and detect on another), 1.1 to 1.5x
-// one goroutine on real captures of 500 MB and more, when an input is a
-// pcap and of splitMinBytes or more (Analysis.Read).
+// one goroutine on real captures of 500 MB and more, when the input is of
+// splitMinBytes or more (Analysis.Read).
 func AutoWorkers(records int, appDuplicates bool) int {
 	if records > 0 || appDuplicates {
 		return min(runtime.GOMAXPROCS(0), defaultMaxWorkers)

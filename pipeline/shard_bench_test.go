@@ -26,7 +26,7 @@ func BenchmarkAnalyzeWorkers(b *testing.B) {
 					errs []error
 					find = func() error { return nil }
 				)
-				m2, _ := Inputs{Files: []string{path}}.open(nil)
+				m2, _ := Inputs{Files: []string{path}}.open()
 				if n == 1 {
 					p := newSingle(st)
 					errs, _ = eachPacket(m2, nil, Inputs{}, p.add)

@@ -22,9 +22,6 @@ type single struct {
 	det *detect.Detector
 	// split, when set, runs dec and det on a goroutine of their own.
 	split *split
-	// ignored: connections are kept out of the run (stages.ignore), which
-	// the split does not do.
-	ignored bool
 	// links are the link types of the packets read (for --write-dups).
 	links []layers.LinkType
 }
@@ -63,7 +60,6 @@ func newSingle(st stages) *single {
 	st.det.Observe = st.observe
 	p.det = detect.New(st.det)
 	p.dec = decode.New(sinkOf(st, p.det), st.dec)
-	p.ignored = st.ignore != nil
 	decoded := streamsOf(p.dec)
 	newStream := func(a, b netip.AddrPort, ts time.Time) capture.Stream {
 		if p.split != nil {
@@ -88,14 +84,12 @@ func newSingle(st stages) *single {
 }
 
 // startSplit runs decode and detect on a goroutine of their own from now
-// on, before the first packet (split), and reports whether it does: not
-// when connections are kept out of the run.
-func (p *single) startSplit() bool {
-	if p.ignored || p.split != nil {
-		return p.split != nil
+// on, before the first packet (split). Only an Analysis does, whose
+// stages keep no connection out (stages.ignore is a Live run's).
+func (p *single) startSplit() {
+	if p.split == nil {
+		p.split = newSplit(p.dec, p.det)
 	}
-	p.split = newSplit(p.dec, p.det)
-	return true
 }
 
 // add hands one packet to the run.

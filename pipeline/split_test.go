@@ -14,6 +14,7 @@ import (
 
 	"github.com/gopacket/gopacket/pcapgo"
 
+	"github.com/kdupcap/kdupcap/capture"
 	"github.com/kdupcap/kdupcap/detect"
 	"github.com/kdupcap/kdupcap/internal/gencap"
 )
@@ -92,10 +93,12 @@ func runSplit(t *testing.T, files []string, o Options, drains int) (splitRun, in
 	t.Helper()
 	st := stages{det: o.detectOptions(), dec: o.decodeOptions(1), asm: o.assemblerOptions(1)}
 	p := newSingle(st)
-	if drains > 0 && p.startSplit() {
+	if drains > 0 {
+		p.startSplit()
 		p.split.maxDrains = drains
 	}
-	m, errs := Inputs{Files: files}.openAhead(nil, drains > 0)
+	srcs, skew, errs := Inputs{Files: files}.sources()
+	m := capture.Merge(srcs, capture.MergeOptions{ClockSkew: skew, ReadAheadPlain: drains > 0})
 	defer m.Close()
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -272,8 +275,9 @@ func TestStdinFileSplitsBySize(t *testing.T) {
 
 // TestStdinPipe: standard input from a pipe, the run stoppable (the
 // stopReader's reads of a chunk), gives the findings of the file it
-// carries, with one goroutine, split and sharded.
+// carries, with one goroutine, split (of unknown size, it is) and sharded.
 func TestStdinPipe(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	pcap := "../testdata/kgo-v13-nonidempotent-timeout.pcap"
 	b, err := os.ReadFile(pcap)
 	if err != nil {
@@ -294,6 +298,9 @@ func TestStdinPipe(t *testing.T) {
 		r.Close()
 		if len(errs) > 0 {
 			t.Fatal(errs)
+		}
+		if split := a.single != nil && a.single.split != nil && a.single.split.handed > 0; split != (workers == 0) {
+			t.Errorf("workers %d: split %v", workers, split)
 		}
 		if got := a.Finish(); len(want) == 0 || !reflect.DeepEqual(got, want) {
 			t.Errorf("workers %d: findings differ from the file's (%d against %d)", workers, len(got), len(want))
