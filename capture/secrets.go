@@ -30,9 +30,9 @@ const MaxSecretsBytes = 16 << 20
 // the TLS key logs of its Decryption Secrets Blocks.
 type secretsTap struct {
 	r      io.Reader
-	state  uint8 // tapUndecided, tapOff, tapOn, tapPcap
-	order  binary.ByteOrder
-	hdr    [12]byte // the block header being read (type, length, 4 more)
+	state  uint8     // tapUndecided, tapOff, tapOn
+	order  bigEndian // the section's byte order
+	hdr    [12]byte  // the block header being read (type, length, 4 more)
 	hn     int
 	left   int64  // bytes of the current block after hdr still to come
 	body   []byte // a DSB's bytes after hdr, being kept
@@ -104,13 +104,10 @@ func (t *secretsTap) startBlock() {
 			t.state = tapOff // pcapgo says what is wrong
 			return
 		}
-		t.order = binary.ByteOrder(binary.LittleEndian)
-		if be {
-			t.order = binary.BigEndian
-		}
+		t.order = be
 	}
-	typ = t.order.Uint32(t.hdr[0:])
-	length := t.order.Uint32(t.hdr[4:])
+	typ = t.order.u32(t.hdr[0:])
+	length := t.order.u32(t.hdr[4:])
 	if length < 12 || length%4 != 0 {
 		t.state = tapOff
 		return
@@ -120,7 +117,7 @@ func (t *secretsTap) startBlock() {
 		t.overBlock(int64(length))
 		return
 	}
-	t.keep = typ == blockDSB && t.order.Uint32(t.hdr[8:]) == secretsTLSKeyLg
+	t.keep = typ == blockDSB && t.order.u32(t.hdr[8:]) == secretsTLSKeyLg
 	if t.keep && t.total+int(t.left) > MaxSecretsBytes {
 		t.keep = false
 		t.drops++
@@ -140,7 +137,7 @@ func (t *secretsTap) endBlock() {
 	if len(t.body) < 4 {
 		return
 	}
-	n := int64(t.order.Uint32(t.body))
+	n := int64(t.order.u32(t.body))
 	if n > int64(len(t.body)-4) {
 		return // pcapgo reports the block as malformed
 	}
