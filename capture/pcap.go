@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
 )
 
 // A pcap's records are read by Source itself, not by pcapgo (which reads the
@@ -126,25 +127,28 @@ func (s *Source) nextPcap() error {
 			return s.failRecord(err)
 		}
 		data = b[pcapRecordHeader:n:n]
-		s.pb.r += n
-		if s.pb.ahead != nil {
-			held = s.pb.ahead.cur
-		}
+		held = s.pb.take(n)
 	} else if data, err = s.readLarge(capLen); err != nil {
 		if err == io.EOF {
 			return s.endPcap()
 		}
 		return s.failRecord(err)
 	}
-	s.good = s.consumed()
 	// The microseconds are scaled in 32 bits, as pcapgo does.
-	ts := time.Unix(int64(sec), int64(frac*r.factor)).UTC()
-	s.lastTS = ts
-	p := &s.pkt // field by field: no Packet built and copied
-	p.Data, p.LinkType, p.chunk = data, s.link, held
-	p.CI.Timestamp, p.CI.CaptureLength, p.CI.Length = ts, capLen, origLen
-	p.CI.InterfaceIndex, p.CI.AncillaryData = 0, nil
+	s.setPacket(data, held, s.link, time.Unix(int64(sec), int64(frac*r.factor)).UTC(), origLen, 0)
 	return nil
+}
+
+// setPacket makes s.pkt the packet just read, data (in the chunk held,
+// when parsed in place there), field by field: no Packet built and
+// copied. Its capture length is len(data).
+func (s *Source) setPacket(data []byte, held *aheadBuf, link layers.LinkType, ts time.Time, origLen, iface int) {
+	s.good = s.consumed()
+	s.lastTS = ts
+	p := &s.pkt
+	p.Data, p.LinkType, p.chunk = data, link, held
+	p.CI.Timestamp, p.CI.CaptureLength, p.CI.Length = ts, len(data), origLen
+	p.CI.InterfaceIndex, p.CI.AncillaryData = iface, nil
 }
 
 // endPcap ends a pcap cleanly.
@@ -320,6 +324,16 @@ func (s *Source) release() {
 	if a := s.pb.ahead; a != nil && a.ended {
 		s.cnt.r = nil // the goroutine read it last before it sent the end
 	}
+}
+
+// take moves the buffer past the n bytes at its start, the record just
+// parsed in place, and returns the chunk they lie in when read ahead.
+func (b *pcapBuf) take(n int) *aheadBuf {
+	b.r += n
+	if b.ahead != nil {
+		return b.ahead.cur
+	}
+	return nil
 }
 
 // release lets the buffer go at the end of the stream.

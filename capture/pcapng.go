@@ -109,9 +109,14 @@ func newNgIface(in pcapgo.NgInterface) ngIface {
 	return i
 }
 
-// time is pcapgo's convertTime.
+// time is pcapgo's convertTime, ts%mask*up/down, without the division
+// by 1 of the usual resolutions (one of up and down is 1).
 func (i *ngIface) time(ts uint64) time.Time {
-	return time.Unix(int64(ts/i.mask+i.offsetSecs), int64(ts%i.mask*i.up/i.down)).UTC()
+	frac := ts % i.mask * i.up
+	if i.down > 1 {
+		frac /= i.down
+	}
+	return time.Unix(int64(ts/i.mask+i.offsetSecs), int64(frac)).UTC()
 }
 
 // ngFeed is the reader under pcapgo: the bytes of the block Source hands
@@ -361,17 +366,9 @@ func (s *Source) epbInPlace(length int) bool {
 		opt += n
 	}
 	iface := &g.ifaces[id]
-	data := b[ngBlockHeader+ngEPBFixed : ngBlockHeader+ngEPBFixed+int(capLen) : ngBlockHeader+ngEPBFixed+int(capLen)]
-	s.pb.r += length
+	end := ngBlockHeader + ngEPBFixed + int(capLen)
+	data := b[ngBlockHeader+ngEPBFixed : end : end]
 	ts := iface.time(uint64(g.be.u32(f[4:]))<<32 | uint64(g.be.u32(f[8:])))
-	s.good = s.consumed()
-	s.lastTS = ts
-	p := &s.pkt
-	p.Data, p.LinkType, p.chunk = data, iface.link, nil
-	if s.pb.ahead != nil {
-		p.chunk = s.pb.ahead.cur
-	}
-	p.CI.Timestamp, p.CI.CaptureLength, p.CI.Length = ts, int(capLen), int(g.be.u32(f[16:]))
-	p.CI.InterfaceIndex, p.CI.AncillaryData = int(id), nil
+	s.setPacket(data, s.pb.take(length), iface.link, ts, int(g.be.u32(f[16:])), int(id))
 	return true
 }
