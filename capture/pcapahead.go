@@ -8,10 +8,11 @@ import (
 // A capture's stream (the file, or its decompressor's output) is read on a
 // goroutine of its own once the merge reads it ahead (Source.readAhead):
 // into chunks, each handed whole to the Source's buffer (pcapBuf), whose
-// records (a pcapng's blocks) are parsed in place there as before. The reading (the kernel's
-// copy from the page cache, or the decompression) then runs on the other
-// core while this one reassembles and decodes, and a decompressor writes
-// into the chunks themselves: no copy between it and the parser. A chunk
+// records (a pcapng's blocks) are parsed in place there as before. The
+// reading (the kernel's copy from the page cache, or the decompression)
+// then runs on the other core while this one reassembles and decodes, and
+// a decompressor writes into the chunks themselves: no copy between it
+// and the parser. A chunk
 // keeps pcapBufSize bytes of room in front of what is read into it, where
 // the start of a record cut by the chunk's end is moved, so that a record
 // of up to pcapBufSize bytes is always whole in one chunk; a larger one is
@@ -123,7 +124,7 @@ type pcapAhead struct {
 	// 2.88 s to 2.38 s.
 	whole bool
 	// check, when rd is a zstd stream, checks its frames on the parser's
-	// goroutine, the ends of those in each chunk taken where rd is read
+	// goroutine, the marks of those in each chunk taken where rd is read
 	// (zstdstream.go).
 	check *frameCheck
 }
@@ -144,10 +145,10 @@ func (c *aheadBuf) unref() {
 }
 
 type aheadChunk struct {
-	c    *aheadBuf // its bytes are c.buf[pcapBufSize:pcapBufSize+n]
-	n    int
-	err  error
-	ends []frameEnd // the zstd frames that end in it (pcapAhead.check)
+	c     *aheadBuf // its bytes are c.buf[pcapBufSize:pcapBufSize+n]
+	n     int
+	err   error
+	marks []frameMark // the zstd frames that start and end in it (pcapAhead.check)
 }
 
 // startAhead starts reading rd, at stream offset off, into at most n
@@ -217,7 +218,7 @@ func (a *pcapAhead) run() {
 		n, err := readChunk(a.rd, c.buf[pcapBufSize:pcapBufSize+aheadChunkData], a.whole)
 		c.refs.Store(1) // the parser's
 		select {
-		case a.full <- aheadChunk{c: c, n: n, err: err, ends: a.check.ends()}:
+		case a.full <- aheadChunk{c: c, n: n, err: err, marks: a.check.marks()}:
 		case <-a.done:
 			return
 		}
@@ -277,7 +278,7 @@ func (a *pcapAhead) Close() {
 func (b *pcapBuf) fillAhead() {
 	c, old := b.ahead.next()
 	if fc := b.ahead.check; fc != nil {
-		if n, err := fc.check(c.c.buf[pcapBufSize:pcapBufSize+c.n], c.ends); err != nil {
+		if n, err := fc.check(c.c.buf[pcapBufSize:pcapBufSize+c.n], c.marks); err != nil {
 			c.n, c.err = n, codecError("zstd", err) // fill is not called after b.err
 		}
 	}
@@ -305,8 +306,8 @@ type Hold struct{ c *aheadBuf }
 // released, and reports whether it can: only the Data of a packet parsed
 // in place in a chunk read ahead can be kept (MergeOptions.ReadAheadPlain,
 // or a compressed capture); copy the others (a pcapng block that pcapgo
-// read, a packet larger than the Source's buffer). A Hold covers every packet of
-// its chunk: one taken per chunk is enough.
+// read, a packet larger than the Source's buffer). A Hold covers every
+// packet of its chunk: one taken per chunk is enough.
 func (p Packet) Hold() (Hold, bool) {
 	if p.chunk == nil {
 		return Hold{}, false

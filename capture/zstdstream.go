@@ -96,10 +96,16 @@ func (f *zstdFrames) next() (bool, error) {
 	}
 }
 
-// end is where the frame that has passed ends, off bytes into the
-// decompressed stream, and the checksum its bytes must have, if any.
-func (f *zstdFrames) end(off int64) frameEnd {
-	return frameEnd{off: off, sum: binary.LittleEndian.Uint32(f.sum[:]), check: f.hasSum}
+// start marks where the frame just started begins, off bytes into the
+// decompressed stream, and whether it has a checksum.
+func (f *zstdFrames) start(off int64) frameMark {
+	return frameMark{off: off, start: true, check: f.hasSum}
+}
+
+// end marks where the frame that has passed ends, and the checksum its
+// bytes must have, if any.
+func (f *zstdFrames) end(off int64) frameMark {
+	return frameMark{off: off, sum: binary.LittleEndian.Uint32(f.sum[:]), check: f.hasSum}
 }
 
 // advance moves to the part after the one passed.
@@ -152,12 +158,14 @@ func (f *zstdFrames) Read(p []byte) (int, error) {
 	return n, err // a bufio.Reader gives bytes or an error, not both
 }
 
-// frameEnd is where a frame ended in the decompressed stream, and the
-// checksum its bytes must have (check false: the frame has none).
-type frameEnd struct {
+// frameMark is where a frame started or ended in the decompressed
+// stream, and whether it has a checksum (check); an end's is sum. The
+// bytes of a frame with none are not hashed.
+type frameMark struct {
 	off   int64
 	sum   uint32
 	check bool
+	start bool
 }
 
 // zstdStream decodes a zstd stream frame by frame, the decoder's own
@@ -168,8 +176,8 @@ type zstdStream struct {
 	frames  zstdFrames
 	dec     *zstd.Decoder
 	inFrame bool
-	out     int64      // decompressed bytes returned
-	ends    []frameEnd // the frames ended since frameCheck.ends
+	out     int64       // decompressed bytes returned
+	marks   []frameMark // the frames started and ended since frameCheck.marks
 	own     *frameCheck
 	err     error
 }
@@ -227,15 +235,18 @@ func (z *zstdStream) Read(p []byte) (int, error) {
 				return 0, err
 			}
 			z.inFrame = true
+			if !z.frames.whole {
+				z.marks = append(z.marks, z.frames.start(z.out))
+			}
 		}
 		n, err := z.dec.Read(p)
 		z.out += int64(n)
 		if err == io.EOF && !z.frames.whole {
 			z.inFrame, err = false, nil
-			z.ends = append(z.ends, z.frames.end(z.out))
+			z.marks = append(z.marks, z.frames.end(z.out))
 		}
 		if z.own != nil {
-			if k, cerr := z.own.check(p[:n], z.own.ends()); cerr != nil {
+			if k, cerr := z.own.check(p[:n], z.own.marks()); cerr != nil {
 				z.err = cerr
 				return k, cerr
 			}
@@ -252,7 +263,7 @@ func (z *zstdStream) Read(p []byte) (int, error) {
 
 // deferChecks hands the checks over to the reader of the stream's bytes
 // from now on: the frameCheck, with the hash of the current frame so far,
-// whose ends (frameCheck.ends) are taken where Read is called.
+// whose marks (frameCheck.marks) are taken where Read is called.
 func (z *zstdStream) deferChecks() *frameCheck {
 	fc := z.own
 	z.own = nil
@@ -264,51 +275,63 @@ func (z *zstdStream) Close() { z.dec.Close() }
 
 // frameCheck checks the frames of a zstdStream, in order, on the goroutine
 // that reads its bytes: the stream's own in Read, or the parser of the
-// chunks read ahead (pcapahead.go), the ends of the frames in each chunk taken
-// where the stream is read (ends).
+// chunks read ahead (pcapahead.go), the marks of the frames in each chunk
+// taken where the stream is read (marks).
 type frameCheck struct {
-	z   *zstdStream
-	sum *xxhash.Digest // the current frame's bytes so far
-	off int64          // the stream offset hashed up to
+	z       *zstdStream
+	sum     *xxhash.Digest // the current frame's bytes so far
+	off     int64          // the stream offset checked up to
+	hashing bool           // the current frame has a checksum
 }
 
-// ends returns the frames that ended since the last call, the slice the
+// marks returns the frames' marks since the last call, the slice the
 // caller's; nil for a nil frameCheck (a stream that is not zstdStream's).
 // It is called where the stream is read.
-func (c *frameCheck) ends() []frameEnd {
+func (c *frameCheck) marks() []frameMark {
 	if c == nil {
 		return nil
 	}
-	e := c.z.ends
-	c.z.ends = nil
-	return e
+	m := c.z.marks
+	c.z.marks = nil
+	return m
 }
 
 // errFrameCheck is an internal fault: bytes checked out of order.
 var errFrameCheck = errors.New("zstd: frame check out of order")
 
-// check hashes b, the stream's next bytes, and checks each frame of ends
-// (those ended within b, in order). It returns how many of b's bytes come
-// before the end of the first frame whose checksum is wrong, and
-// zstd.ErrCRCMismatch; else len(b) and nil.
-func (c *frameCheck) check(b []byte, ends []frameEnd) (int, error) {
+// check hashes b, the stream's next bytes, those of frames with a
+// checksum, and checks each frame that ends in b, by marks (those within
+// b, in order). It returns how many of b's bytes come before the end of
+// the first frame whose checksum is wrong, and zstd.ErrCRCMismatch; else
+// len(b) and nil. Bytes outside a frame marked started (a stream the walk
+// no longer follows) are not hashed: the decoder checks those.
+func (c *frameCheck) check(b []byte, marks []frameMark) (int, error) {
 	start := c.off
 	done := 0
-	for _, e := range ends {
-		k := int(e.off - start)
+	for _, m := range marks {
+		k := int(m.off - start)
 		if k < done || k > len(b) {
 			return done, errFrameCheck
 		}
-		c.sum.Write(b[done:k])
+		if c.hashing {
+			c.sum.Write(b[done:k])
+		}
 		done = k
+		if m.start {
+			c.hashing = m.check
+			continue
+		}
 		got := uint32(c.sum.Sum64())
+		c.hashing = false
 		c.sum.Reset()
-		if e.check && got != e.sum {
+		if m.check && got != m.sum {
 			c.off = start + int64(k)
 			return k, zstd.ErrCRCMismatch
 		}
 	}
-	c.sum.Write(b[done:])
+	if c.hashing {
+		c.sum.Write(b[done:])
+	}
 	c.off = start + int64(len(b))
 	return len(b), nil
 }

@@ -125,7 +125,7 @@ func readZstdStream(tb testing.TB, b []byte, step int, deferred bool) ([]byte, e
 		var err error
 		if deferred {
 			n, err = readChunk(z, buf, true)
-			if k, cerr := fc.check(buf[:n], fc.ends()); cerr != nil {
+			if k, cerr := fc.check(buf[:n], fc.marks()); cerr != nil {
 				n, err = k, cerr
 			}
 		} else {
@@ -200,15 +200,14 @@ func TestZstdStreamChecksum(t *testing.T) {
 	}
 }
 
-// TestSourceZstdChecksum reads a zstd capture whose second frame's
-// checksum is wrong each way a Source reads it: inline, read ahead into a
-// pcap's chunks, read ahead into a pcapng's buffers. The packets wholly in
-// the frames before the bad one's end are returned, then an error that
-// names the codec and the fault; a capture cut at that end gives the same
-// packets.
+// TestSourceZstdChecksum reads a zstd capture, pcap and pcapng, whose
+// second frame's checksum is wrong each way a Source reads it: inline and
+// read ahead into chunks. The packets wholly in the frames before the bad
+// one's end are returned, then an error that names the codec and the
+// fault; a capture cut at that end gives the same packets.
 func TestSourceZstdChecksum(t *testing.T) {
 	var pkts []Packet
-	for i := 0; len(pkts) < 3000; i++ {
+	for len(pkts) < 3000 {
 		pkts = append(pkts, testPackets(t)...)
 	}
 	ng, _ := pcapngFile(t, pkts)
@@ -249,33 +248,40 @@ func readAllFrom(t *testing.T, b []byte, ahead bool) ([]Packet, error) {
 }
 
 // TestFrameCheck: frames ending at a chunk's start, within it, at its end,
-// and ends out of order, which is a fault of the caller.
+// and marks out of order, which is a fault of the caller; only the bytes
+// of frames with a checksum are hashed.
 func TestFrameCheck(t *testing.T) {
 	a, b := []byte("first frame"), []byte("second")
 	sum := func(p []byte) uint32 { return uint32(xxhash.Sum64(p)) }
+	st := func(off int64, check bool) frameMark { return frameMark{off: off, start: true, check: check} }
+	en := func(off int64, sum uint32, check bool) frameMark { return frameMark{off: off, sum: sum, check: check} }
 	ab := append(append([]byte{}, a...), b...)
 	for _, tc := range []struct {
 		name   string
 		chunks [][]byte
-		ends   [][]frameEnd
+		marks  [][]frameMark
 		wantN  []int
 		err    error
+		hashed []byte // of the frame not ended, with no error
 	}{
-		{"in one chunk", [][]byte{ab}, [][]frameEnd{{{off: 11, sum: sum(a), check: true}, {off: 17, sum: sum(b), check: true}}}, []int{17}, nil},
-		{"at a chunk's end and start", [][]byte{a, b}, [][]frameEnd{{{off: 11, sum: sum(a), check: true}}, {{off: 17, sum: sum(b), check: true}}}, []int{11, 6}, nil},
-		{"ended at the next chunk's start", [][]byte{a, b}, [][]frameEnd{nil, {{off: 11, sum: sum(a), check: true}, {off: 17, sum: sum(b), check: true}}}, []int{11, 6}, nil},
-		{"no checksum", [][]byte{ab}, [][]frameEnd{{{off: 11, sum: 1}, {off: 17, sum: sum(b), check: true}}}, []int{17}, nil},
-		{"second wrong", [][]byte{a, b}, [][]frameEnd{{{off: 11, sum: sum(a), check: true}}, {{off: 17, sum: sum(a), check: true}}}, []int{11, 6}, zstd.ErrCRCMismatch},
-		{"first wrong", [][]byte{ab}, [][]frameEnd{{{off: 11, sum: sum(b), check: true}, {off: 17, sum: sum(b), check: true}}}, []int{11}, zstd.ErrCRCMismatch},
-		{"out of order", [][]byte{ab}, [][]frameEnd{{{off: 17}, {off: 11}}}, []int{17}, errFrameCheck},
-		{"beyond the chunk", [][]byte{a}, [][]frameEnd{{{off: 12}}}, []int{0}, errFrameCheck},
+		{"in one chunk", [][]byte{ab}, [][]frameMark{{st(0, true), en(11, sum(a), true), st(11, true), en(17, sum(b), true)}}, []int{17}, nil, nil},
+		{"at a chunk's end and start", [][]byte{a, b}, [][]frameMark{{st(0, true), en(11, sum(a), true)}, {st(11, true), en(17, sum(b), true)}}, []int{11, 6}, nil, nil},
+		{"ended at the next chunk's start", [][]byte{a, b}, [][]frameMark{{st(0, true)}, {en(11, sum(a), true), st(11, true), en(17, sum(b), true)}}, []int{11, 6}, nil, nil},
+		{"no checksum", [][]byte{ab}, [][]frameMark{{st(0, false), en(11, 1, false), st(11, true), en(17, sum(b), true)}}, []int{17}, nil, nil},
+		{"second wrong", [][]byte{a, b}, [][]frameMark{{st(0, true), en(11, sum(a), true)}, {st(11, true), en(17, sum(a), true)}}, []int{11, 6}, zstd.ErrCRCMismatch, nil},
+		{"first wrong", [][]byte{ab}, [][]frameMark{{st(0, true), en(11, sum(b), true), st(11, true), en(17, sum(b), true)}}, []int{11}, zstd.ErrCRCMismatch, nil},
+		{"out of order", [][]byte{ab}, [][]frameMark{{en(17, 0, false), en(11, 0, false)}}, []int{17}, errFrameCheck, nil},
+		{"beyond the chunk", [][]byte{a}, [][]frameMark{{en(12, 0, false)}}, []int{0}, errFrameCheck, nil},
+		{"a checksum to come: hashed", [][]byte{a, b}, [][]frameMark{{st(0, true)}, nil}, []int{11, 6}, nil, ab},
+		{"no checksum to come: not hashed", [][]byte{a, b}, [][]frameMark{{st(0, false)}, nil}, []int{11, 6}, nil, nil},
+		{"after the last frame marked: not hashed", [][]byte{a, b}, [][]frameMark{{st(0, true), en(11, sum(a), true)}, nil}, []int{11, 6}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := &frameCheck{sum: xxhash.New()}
 			var err error
 			for i, c := range tc.chunks {
 				var n int
-				n, err = fc.check(c, tc.ends[i])
+				n, err = fc.check(c, tc.marks[i])
 				if err != nil {
 					if n != tc.wantN[i] {
 						t.Errorf("chunk %d: %d bytes before the error, want %d", i, n, tc.wantN[i])
@@ -288,6 +294,9 @@ func TestFrameCheck(t *testing.T) {
 			}
 			if !errors.Is(err, tc.err) {
 				t.Errorf("error %v, want %v", err, tc.err)
+			}
+			if err == nil && fc.sum.Sum64() != xxhash.Sum64(tc.hashed) {
+				t.Errorf("hashed: not the %d bytes %q", len(tc.hashed), tc.hashed)
 			}
 		})
 	}
