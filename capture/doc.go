@@ -38,13 +38,14 @@
 // packet copied; a Merged reads a compressed capture (and with
 // MergeOptions.ReadAheadPlain one not compressed) ahead on a goroutine of
 // its own, into chunks that become that buffer in turn, the decompressor
-// writing into them. A zstd capture is decoded frame by frame,
-// and each frame's checksum checked by whoever reads its bytes: on the
-// parsing goroutine when it is read ahead, so that the decompressing one,
-// the slower, only decompresses (zstdstream.go). The data handed to [Stream.Data] belongs
-// to capture and is valid only during the call. Stream methods are called
-// from within Add, Tick and Close, on the caller's goroutine; neither Source,
-// Merged, Assembler nor Evidence is safe for concurrent use.
+// writing into them. A zstd capture is decoded frame by frame, and each
+// frame's checksum checked by whoever reads its bytes: on the parsing
+// goroutine when it is read ahead, so that the decompressing one, the
+// slower, only decompresses (zstdstream.go). The data handed to
+// [Stream.Data] belongs to capture and is valid only during the call.
+// Stream methods are called from within Add, Tick and Close, on the
+// caller's goroutine; neither Source, Merged, Assembler nor Evidence is
+// safe for concurrent use.
 //
 // # Bad input and bounds
 //

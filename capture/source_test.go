@@ -18,7 +18,6 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
-	"github.com/klauspost/compress/zstd"
 )
 
 // pcapFile writes a pcap file by hand, in any byte order and resolution.
@@ -56,14 +55,8 @@ func gz(b []byte) []byte {
 	return out.Bytes()
 }
 
-func zst(tb testing.TB, b []byte) []byte {
-	w, err := zstd.NewWriter(nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer w.Close()
-	return w.EncodeAll(b, nil)
-}
+// zst is b as one zstd frame, its size in the header, with a checksum.
+func zst(tb testing.TB, b []byte) []byte { return zstdFrame(tb, b, true, true) }
 
 // testPackets are three packets of a conversation, raw IPv4.
 func testPackets(tb testing.TB) []Packet {

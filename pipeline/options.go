@@ -45,8 +45,8 @@ type Options struct {
 	// the connections spread over them by their addresses (1: the reading
 	// goroutine does all; 0: AutoWorkers, and when that is 1 and a second
 	// CPU is usable, decode and detect on a second goroutine (single.go's
-	// split) when the input is large enough: Analysis.Read). The findings are the same for any number. Live runs
-	// use one.
+	// split) when the input is large enough: Analysis.Read). The findings
+	// are the same for any number. Live runs use one.
 	Workers int
 	// TLSKeyLogs are NSS key log files (SSLKEYLOGFILE) with the secrets of
 	// TLS connections the capture holds; the secrets blocks of a pcapng

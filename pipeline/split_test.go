@@ -236,76 +236,85 @@ func TestDefaultSplits(t *testing.T) {
 	}
 }
 
-// TestStdinFileSplitsBySize: standard input redirected from a file is read
-// as the file, its size known (Inputs.Size too): split from splitMin bytes
-// on, where a pipe, of unknown size, always is; the findings those of the
-// file.
-func TestStdinFileSplitsBySize(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	pcap := "../testdata/kgo-v13-nonidempotent-timeout.pcap"
-	st, err := os.Stat(pcap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := fileFindings(t, pcap)
-	for _, splitMin := range []int64{st.Size(), st.Size() + 1} {
-		f, err := os.Open(pcap)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		in := Inputs{Files: []string{"-"}, Stdin: f, Stop: make(chan struct{})}
-		if n := in.Size(); n != st.Size() {
-			t.Errorf("Inputs.Size %d, want the file's %d", n, st.Size())
-		}
-		a := NewAnalysis(Options{Sniff: true})
-		a.splitMin = splitMin
-		if errs := a.Read(in, nil); len(errs) > 0 {
-			t.Fatal(errs)
-		}
-		sp := a.single.split
-		if split := sp != nil && sp.handed > 0; split != (splitMin <= st.Size()) {
-			t.Errorf("at least %d bytes of a %d-byte file: split %v", splitMin, st.Size(), split)
-		}
-		if got := a.Finish(); len(want) == 0 || !reflect.DeepEqual(got, want) {
-			t.Errorf("findings differ from the file's (%d against %d)", len(got), len(want))
-		}
-	}
-}
-
-// TestStdinPipe: standard input from a pipe, the run stoppable (the
-// stopReader's reads of a chunk), gives the findings of the file it
-// carries, with one goroutine, split (of unknown size, it is) and sharded.
-func TestStdinPipe(t *testing.T) {
+// TestStdin: standard input redirected from a file is read as the file,
+// its size known (Inputs.Size too), split from splitMin bytes on; from a
+// pipe, the run stoppable (the stopReader's reads of a chunk), of unknown
+// size, it is split by default, and read with one goroutine and sharded
+// too. Either way the findings are those of the file it carries (read as
+// a file, they are checked against the broker's log by cmd/kdupcap's
+// TestRecordedCaptures).
+func TestStdin(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	pcap := "../testdata/kgo-v13-nonidempotent-timeout.pcap"
 	b, err := os.ReadFile(pcap)
 	if err != nil {
 		t.Fatal(err)
 	}
+	size := int64(len(b))
 	want := fileFindings(t, pcap)
-	for _, workers := range []int{1, 0, 2} {
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			w.Write(b)
-			w.Close()
-		}()
-		a := NewAnalysis(Options{Sniff: true, Workers: workers})
-		errs := a.Read(Inputs{Files: []string{"-"}, Stdin: r, Stop: make(chan struct{})}, nil)
-		r.Close()
-		if len(errs) > 0 {
-			t.Fatal(errs)
-		}
-		if split := a.single != nil && a.single.split != nil && a.single.split.handed > 0; split != (workers == 0) {
-			t.Errorf("workers %d: split %v", workers, split)
-		}
-		if got := a.Finish(); len(want) == 0 || !reflect.DeepEqual(got, want) {
-			t.Errorf("workers %d: findings differ from the file's (%d against %d)", workers, len(got), len(want))
-		}
+	for _, tc := range []struct {
+		name     string
+		pipe     bool
+		workers  int
+		splitMin int64 // 0: the default's
+		split    bool
+	}{
+		{"file of splitMin bytes", false, 0, size, true},
+		{"file of fewer", false, 0, size + 1, false},
+		{"pipe, one goroutine", true, 1, 0, false},
+		{"pipe, default", true, 0, 0, true},
+		{"pipe, sharded", true, 2, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stdin, wantSize := stdinFile(t, pcap), size
+			if tc.pipe {
+				stdin, wantSize = stdinPipe(t, b), -1
+			}
+			defer stdin.Close()
+			in := Inputs{Files: []string{"-"}, Stdin: stdin, Stop: make(chan struct{})}
+			if n := in.Size(); n != wantSize {
+				t.Errorf("Inputs.Size %d, want %d", n, wantSize)
+			}
+			a := NewAnalysis(Options{Sniff: true, Workers: tc.workers})
+			if tc.splitMin > 0 {
+				a.splitMin = tc.splitMin
+			}
+			if errs := a.Read(in, nil); len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			if split := a.single != nil && a.single.split != nil && a.single.split.handed > 0; split != tc.split {
+				t.Errorf("split %v, want %v", split, tc.split)
+			}
+			if got := a.Finish(); len(want) == 0 || !reflect.DeepEqual(got, want) {
+				t.Errorf("findings differ from the file's (%d against %d)", len(got), len(want))
+			}
+		})
 	}
+}
+
+// stdinFile is the file at path, opened as a shell redirects standard
+// input from it.
+func stdinFile(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// stdinPipe is the read end of a pipe that b is written to, then closed.
+func stdinPipe(t *testing.T, b []byte) *os.File {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		w.Write(b)
+		w.Close()
+	}()
+	return r
 }
 
 // fileFindings are the findings of the capture at path read as a file, on
